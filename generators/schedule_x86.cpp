@@ -1,0 +1,68 @@
+// The x86 schedule (SSE4.1, AVX2, AVX-512): the vector width follows the
+// target; everything is vectorized along the contiguous dimension (channels in
+// NHWC, the spatial plane in NCHW) and both cores share the work.
+//
+// Sums are split into fixed-size blocks (rfactor) whose partials are added in
+// a fixed order afterwards, so a result never depends on the thread count.
+// Vectorized loops use GuardWithIf: extents below the vector width (C = 1, 3;
+// a 1x1 plane) are normal inputs, and rounding up would read past the tensor.
+#include "schedule.h"
+
+using namespace Halide;
+
+namespace fbng {
+
+void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Knobs &k) {
+    const int vec = t.natural_vector_size<float>() * (k.vector_multiple > 0 ? k.vector_multiple : 1);
+    const int rows_per_block = k.rows_per_block > 0 ? k.rows_per_block : 256;
+    const int rows_per_task = k.rows_per_task > 0 ? k.rows_per_task : 64;
+    const TailStrategy guard = TailStrategy::GuardWithIf;
+    Var &c = f.c, &s = f.s, &n = f.n;
+
+    // Per-channel values: tiny, computed once before the big loops.
+    f.inv.compute_root().vectorize(c, vec, guard);
+    f.sums.compute_root().vectorize(c, vec, guard);
+    f.sums.update().vectorize(c, vec, guard);
+    f.coef.compute_root().vectorize(c, vec, guard);
+    out.scale_backprop.vectorize(c, vec, guard);
+    out.offset_backprop.vectorize(c, vec, guard);
+
+    if (f.layout == Layout::NHWC) {
+        // Sums over rows s: blocks of rows_per_block rows summed in parallel,
+        // each row a run of C contiguous channels (vector lanes = channels).
+        RVar rso("rso"), rsi("rsi");
+        Var u("u");
+        f.partial.update().split(f.rs.x, rso, rsi, rows_per_block);
+        Func block = f.partial.update().rfactor(rso, u);
+        block.compute_root().vectorize(c, vec, guard);
+        block.update().reorder(c, rsi, u, n).vectorize(c, vec, guard).parallel(u);
+
+        f.partial.compute_root().vectorize(c, vec, guard);
+        f.partial.update().reorder(c, rso, n).vectorize(c, vec, guard);
+
+        // x_backprop: parallel over blocks of rows, vectorized over channels.
+        Var so("so"), si("si");
+        out.x_backprop.split(s, so, si, rows_per_task, TailStrategy::GuardWithIf)
+            .reorder(c, si, so, n)
+            .vectorize(c, vec, guard)
+            .parallel(so);
+    } else {
+        // NCHW: each (c, n) plane is contiguous; sum it with vector lanes along
+        // s (rfactor into `lanes`), then add the lanes. (c, n) planes are the
+        // parallel tasks.
+        RVar rso("rso"), rsi("rsi");
+        Var v("v");
+        f.partial.update().split(f.rs.x, rso, rsi, vec);
+        Func lanes = f.partial.update().rfactor(rsi, v);
+
+        Var cn("cn");
+        f.partial.compute_root();
+        f.partial.update().reorder(rsi, c, n).fuse(c, n, cn).parallel(cn);
+        lanes.compute_at(f.partial, cn).vectorize(v);
+        lanes.update().reorder(v, rso).vectorize(v);
+
+        out.x_backprop.fuse(c, n, cn).parallel(cn).vectorize(s, vec, guard);
+    }
+}
+
+}  // namespace fbng

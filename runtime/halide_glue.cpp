@@ -1,0 +1,39 @@
+#include "halide_glue.h"
+
+#include <mutex>
+
+#include "HalideRuntime.h"
+
+namespace fbngrad::runtime {
+namespace {
+
+// Messages from runtime code that has no call context (none are expected, but
+// a message must never be lost or abort the process).
+thread_local std::string orphan_error;
+
+void on_error(void *user_context, const char *msg) {
+    std::string &dst = user_context ? static_cast<CallContext *>(user_context)->error : orphan_error;
+    if (!dst.empty()) dst += "; ";
+    dst += msg ? msg : "unknown Halide error";
+    while (!dst.empty() && (dst.back() == '\n' || dst.back() == ' ')) dst.pop_back();
+}
+
+// Halide prints only under debug targets; keep stdout clean otherwise.
+void on_print(void *, const char *) {}
+
+}  // namespace
+
+void install_halide_handlers() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        halide_set_error_handler(on_error);
+        halide_set_custom_print(on_print);
+    });
+}
+
+int set_num_threads(int n) {
+    // halide_set_num_threads(0) restores Halide's default (HL_NUM_THREADS or the core count).
+    return halide_set_num_threads(n > 0 ? n : 0);
+}
+
+}  // namespace fbngrad::runtime

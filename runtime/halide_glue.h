@@ -1,0 +1,21 @@
+// Glue between fbngrad and the Halide runtime that all variants share.
+#pragma once
+
+#include <string>
+
+namespace fbngrad::runtime {
+
+// Passed as Halide's user_context to every kernel call: the error handler
+// writes the kernel's message here instead of aborting the process (Halide's
+// default handler calls abort()).
+struct CallContext {
+    std::string error;
+};
+
+// Installs fbngrad's Halide error and print handlers; idempotent, thread-safe.
+void install_halide_handlers();
+
+// Halide's thread pool size; n <= 0 means one thread per core. Returns the old value.
+int set_num_threads(int n);
+
+}  // namespace fbngrad::runtime

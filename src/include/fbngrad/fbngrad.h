@@ -1,0 +1,152 @@
+/*
+ * fbngrad: TensorFlow's FusedBatchNormGradV2 as Halide-generated AOT kernels.
+ *
+ * Plain C API, usable from C, C++ and any language with a C FFI.
+ *
+ * Threading: every function may be called from any thread at the same time.
+ * fbngrad_set_num_threads and fbngrad_force_isa change process-wide settings;
+ * calls already running keep the settings they started with.
+ *
+ * Errors: a call that fails returns a non-zero code, fills *status with a
+ * TensorFlow-style message, and leaves every output buffer untouched. Nothing
+ * aborts the process and no C++ exception crosses this API.
+ */
+#ifndef FBNGRAD_FBNGRAD_H
+#define FBNGRAD_FBNGRAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FBNGRAD_VERSION_MAJOR 0
+#define FBNGRAD_VERSION_MINOR 1
+#define FBNGRAD_VERSION_PATCH 0
+
+/* Status codes: the numbers are TensorFlow's (absl) status codes. */
+typedef enum fbngrad_code {
+    FBNGRAD_OK = 0,
+    FBNGRAD_INVALID_ARGUMENT = 3,
+    FBNGRAD_NOT_FOUND = 5,
+    FBNGRAD_UNIMPLEMENTED = 12,
+    FBNGRAD_INTERNAL = 13,
+    FBNGRAD_UNAVAILABLE = 14
+} fbngrad_code;
+
+#define FBNGRAD_MESSAGE_CAPACITY 1024
+
+typedef struct fbngrad_status {
+    fbngrad_code code;
+    char message[FBNGRAD_MESSAGE_CAPACITY]; /* NUL-terminated; "" on success */
+} fbngrad_status;
+
+typedef enum fbngrad_dtype {
+    FBNGRAD_FLOAT32 = 0,
+    FBNGRAD_FLOAT16 = 1,  /* IEEE binary16 */
+    FBNGRAD_BFLOAT16 = 2  /* raw bfloat16 bits, 16 per element */
+} fbngrad_dtype;
+
+/* Channels-last is NHWC (rank 4) or NDHWC (rank 5); channels-first is NCHW or NCDHW. */
+typedef enum fbngrad_layout {
+    FBNGRAD_NHWC = 0,
+    FBNGRAD_NCHW = 1
+} fbngrad_layout;
+
+typedef enum fbngrad_device {
+    FBNGRAD_CPU = 0,
+    FBNGRAD_CUDA = 1
+} fbngrad_device;
+
+/* What reserve_space_2 holds: the variance (TF's CPU kernel, the default), or
+ * 1/sqrt(variance + epsilon) (TF's GPU/cuDNN kernel; epsilon is then not applied again). */
+typedef enum fbngrad_reserve_space_2_is {
+    FBNGRAD_RS2_VARIANCE = 0,
+    FBNGRAD_RS2_INVERSE_STD = 1
+} fbngrad_reserve_space_2_is;
+
+#define FBNGRAD_MAX_RANK 8  /* views up to rank 8, so that bad ranks are reported with their shape */
+
+/* A view of caller-owned, dense (row-major, no padding) memory. fbngrad never
+ * allocates, frees or keeps it. `layout` matters for y_backprop, x and
+ * x_backprop only; 1-D tensors ignore it. */
+typedef struct fbngrad_tensor {
+    void *data;
+    fbngrad_dtype dtype;
+    int32_t rank;
+    int64_t shape[FBNGRAD_MAX_RANK];
+    fbngrad_layout layout;
+    fbngrad_device device;
+} fbngrad_tensor;
+
+typedef struct fbngrad_attrs {
+    float epsilon;                                 /* default 0.0001 */
+    int32_t is_training;                           /* default 1 */
+    fbngrad_reserve_space_2_is reserve_space_2_is; /* default FBNGRAD_RS2_VARIANCE */
+} fbngrad_attrs;
+
+/* Sets TensorFlow's defaults. */
+void fbngrad_attrs_init(fbngrad_attrs *attrs);
+
+/* Convenience: a tensor view of `data` with the given shape. */
+fbngrad_tensor fbngrad_make_tensor(void *data, fbngrad_dtype dtype, int32_t rank,
+                                   const int64_t *shape, fbngrad_layout layout);
+
+/* The op. Inputs: y_backprop and x ([N,H,W,C] / [N,C,H,W] or the 5-D forms, same
+ * dtype, shape and layout), scale, reserve_space_1 and reserve_space_2 (float32 [C]).
+ * Outputs, allocated by the caller: x_backprop (x's dtype, shape and layout),
+ * scale_backprop and offset_backprop (float32 [C]). reserve_space_3 and
+ * reserve_space_4 are float32 [0] in TensorFlow and so have no storage here.
+ * `attrs` may be NULL for the defaults. `status` may be NULL. */
+fbngrad_code fbngrad_fused_batch_norm_grad_v2(
+    const fbngrad_tensor *y_backprop, const fbngrad_tensor *x, const fbngrad_tensor *scale,
+    const fbngrad_tensor *reserve_space_1, const fbngrad_tensor *reserve_space_2,
+    const fbngrad_attrs *attrs, fbngrad_tensor *x_backprop, fbngrad_tensor *scale_backprop,
+    fbngrad_tensor *offset_backprop, fbngrad_status *status);
+
+/* ---- variants and dispatch ---- */
+
+typedef struct fbngrad_variant_info {
+    const char *name;      /* e.g. "fbng_f32_nhwc_train_avx2" */
+    fbngrad_dtype dtype;
+    fbngrad_layout layout;
+    int32_t is_training;
+    const char *isa;       /* "avx512", "avx2", "sse41", ... */
+    fbngrad_device device;
+    int32_t supported;     /* this machine can run it */
+} fbngrad_variant_info;
+
+/* Number of compiled variants; fbngrad_variant(i) for 0 <= i < count, in dispatch
+ * priority order (the first supported match wins). NULL when i is out of range. */
+int32_t fbngrad_variant_count(void);
+const fbngrad_variant_info *fbngrad_variant(int32_t i);
+
+/* The variant the dispatcher would pick now, or NULL if none can run here. */
+const fbngrad_variant_info *fbngrad_selected_variant(fbngrad_dtype dtype, fbngrad_layout layout,
+                                                     int32_t is_training, fbngrad_device device);
+
+/* Restrict CPU dispatch to one ISA ("sse41", "avx2", "avx512"), as if the CPU
+ * had nothing better; NULL or "" restores automatic choice. The environment
+ * variable FBNGRAD_ISA does the same at start-up. Fails (and changes nothing)
+ * for an unknown name or an ISA this CPU lacks. */
+fbngrad_code fbngrad_force_isa(const char *isa, fbngrad_status *status);
+
+/* The ISA currently forced, or "" when dispatch is automatic. */
+const char *fbngrad_forced_isa(void);
+
+/* CPU features found, e.g. "sse41 avx2 fma f16c avx512_skylake". */
+const char *fbngrad_cpu_features(void);
+
+/* Worker threads for the kernels (Halide's thread pool). n <= 0 restores the
+ * default (one per core). Returns the previous setting. */
+int32_t fbngrad_set_num_threads(int32_t n);
+
+/* The version string, "MAJOR.MINOR.PATCH". */
+const char *fbngrad_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FBNGRAD_FBNGRAD_H */
