@@ -1,0 +1,97 @@
+#include "dispatch.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "fbngrad_variant_headers.h"
+
+namespace fbngrad {
+namespace {
+
+std::vector<Variant> build_table() {
+    std::vector<Variant> t;
+#define FBNGRAD_VARIANT(name, dtype, layout, training, isa, device) \
+    t.push_back(Variant{{#name, dtype, layout, training, #isa, device, cpu_has(Isa::isa) ? 1 : 0}, Isa::isa, name});
+#include "fbngrad_variants.inc"
+#undef FBNGRAD_VARIANT
+    return t;
+}
+
+const std::vector<Variant> &table() {
+    static const std::vector<Variant> t = build_table();
+    return t;
+}
+
+// -1: automatic; otherwise the forced Isa. A bad FBNGRAD_ISA is not ignored:
+// every call then fails and says so, until the program forces an ISA itself.
+std::atomic<int> g_forced{-1};
+std::string g_env_error;  // written once, inside read_environment_once
+std::atomic<bool> g_env_error_cleared{false};
+
+bool set_forced(const std::string &name, std::string *msg) {
+    if (name.empty()) {
+        g_forced = -1;
+        return true;
+    }
+    Isa isa;
+    if (!parse_isa(name, &isa)) {
+        *msg = "unknown ISA \"" + name + "\"; fbngrad knows sse41, avx2, avx512";
+        return false;
+    }
+    if (!cpu_has(isa)) {
+        *msg = "this CPU cannot run " + name + " (it has: " + cpu_features().describe() + ")";
+        return false;
+    }
+    g_forced = int(isa);
+    return true;
+}
+
+void read_environment_once() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        const char *env = std::getenv("FBNGRAD_ISA");
+        if (!env || !*env) return;
+        std::string msg;
+        if (!set_forced(env, &msg)) g_env_error = "FBNGRAD_ISA=" + std::string(env) + ": " + msg;
+    });
+}
+
+}  // namespace
+
+int variant_count() { return int(table().size()); }
+const Variant &variant(int i) { return table()[i]; }
+
+bool force_isa(const std::string &name, std::string *msg) {
+    read_environment_once();
+    if (!set_forced(name, msg)) return false;
+    g_env_error_cleared = true;
+    return true;
+}
+
+const char *forced_isa_name() {
+    read_environment_once();
+    int f = g_forced;
+    return f < 0 ? "" : isa_name(Isa(f));
+}
+
+const Variant *select_variant(fbngrad_dtype dtype, fbngrad_layout layout, bool is_training, fbngrad_device device,
+                              std::string *why) {
+    read_environment_once();
+    if (!g_env_error.empty() && !g_env_error_cleared) {
+        *why = g_env_error;
+        return nullptr;
+    }
+    const int forced = g_forced;
+    for (const Variant &v : table()) {
+        const fbngrad_variant_info &i = v.info;
+        if (i.dtype != dtype || i.layout != layout || (i.is_training != 0) != is_training || i.device != device) continue;
+        if (forced >= 0 ? int(v.isa) == forced : cpu_has(v.isa)) return &v;
+    }
+    *why = "no compiled variant of fbngrad can run this problem on this machine";
+    return nullptr;
+}
+
+}  // namespace fbngrad

@@ -1,0 +1,36 @@
+// The dispatcher: the compiled variants (from the variant table's X-macro
+// file) in priority order, and the rule that picks one. The rule, in full:
+// the first variant in table order whose dtype, layout, mode and device match
+// and whose ISA this CPU has (or, when an ISA is forced, whose ISA is that one).
+#pragma once
+
+#include "HalideRuntime.h"
+#include "cpu_features.h"
+#include "fbngrad/fbngrad.h"
+
+namespace fbngrad {
+
+// Every variant has this signature (the generator's interface).
+using KernelFn = int (*)(void const *user_context, halide_buffer_t *y_backprop, halide_buffer_t *x,
+                         halide_buffer_t *scale, halide_buffer_t *reserve_space_1, halide_buffer_t *reserve_space_2,
+                         float epsilon, bool rs2_is_inverse_std, halide_buffer_t *x_backprop,
+                         halide_buffer_t *scale_backprop, halide_buffer_t *offset_backprop);
+
+struct Variant {
+    fbngrad_variant_info info;
+    Isa isa;
+    KernelFn fn;
+};
+
+int variant_count();
+const Variant &variant(int i);
+
+// nullptr when nothing can run here; *why then says why.
+const Variant *select_variant(fbngrad_dtype dtype, fbngrad_layout layout, bool is_training, fbngrad_device device,
+                              std::string *why);
+
+// Forcing an ISA (tests, benchmarks, FBNGRAD_ISA).
+bool force_isa(const std::string &name, std::string *msg);
+const char *forced_isa_name();
+
+}  // namespace fbngrad
