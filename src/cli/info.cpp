@@ -1,0 +1,116 @@
+// `fbngrad info`: the version, the CPU features, the forced ISA, the compiled
+// variants and which one each dtype x layout x mode would use here.
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "common.h"
+#include "fbngrad/fbngrad.h"
+
+namespace fbngrad::cli {
+namespace {
+
+constexpr fbngrad_dtype kDtypes[] = {FBNGRAD_FLOAT32, FBNGRAD_FLOAT16, FBNGRAD_BFLOAT16};
+constexpr fbngrad_layout kLayouts[] = {FBNGRAD_NHWC, FBNGRAD_NCHW};
+constexpr int32_t kModes[] = {1, 0};
+constexpr fbngrad_device kDevices[] = {FBNGRAD_CPU, FBNGRAD_CUDA};
+
+// FBNGRAD_ISA as set in the environment (the library reads it; a value it
+// rejected leaves dispatch automatic and makes every op call fail).
+std::string env_isa() {
+    const char *e = std::getenv("FBNGRAD_ISA");
+    return e ? e : "";
+}
+
+std::string selected(fbngrad_dtype t, fbngrad_layout l, int32_t training, fbngrad_device d) {
+    const fbngrad_variant_info *v = fbngrad_selected_variant(t, l, training, d);
+    return v ? v->name : "";
+}
+
+int info_json() {
+    nlohmann::ordered_json j;
+    j["version"] = fbngrad_version();
+    j["cpu_features"] = fbngrad_cpu_features();
+    j["forced_isa"] = fbngrad_forced_isa();
+    j["FBNGRAD_ISA"] = env_isa();
+    nlohmann::ordered_json variants = nlohmann::ordered_json::array();
+    for (int32_t i = 0; i < fbngrad_variant_count(); ++i) {
+        const fbngrad_variant_info *v = fbngrad_variant(i);
+        if (!v) continue;
+        variants.push_back({{"name", v->name},
+                            {"dtype", dtype_name(v->dtype)},
+                            {"layout", layout_name(v->layout)},
+                            {"mode", mode_name(v->is_training)},
+                            {"isa", v->isa},
+                            {"device", device_name(v->device)},
+                            {"supported", v->supported != 0}});
+    }
+    j["variants"] = variants;
+    nlohmann::ordered_json sel = nlohmann::ordered_json::array();
+    for (fbngrad_dtype t : kDtypes)
+        for (fbngrad_layout l : kLayouts)
+            for (int32_t m : kModes) {
+                nlohmann::ordered_json row = {{"dtype", dtype_name(t)}, {"layout", layout_name(l)}, {"mode", mode_name(m)}};
+                for (fbngrad_device d : kDevices) {
+                    std::string name = selected(t, l, m, d);
+                    row[device_name(d)] = name.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(name);
+                }
+                sel.push_back(row);
+            }
+    j["selected"] = sel;
+    fmt::print("{}\n", j.dump(2));
+    return kExitOk;
+}
+
+int info_text() {
+    fmt::print("fbngrad {}\n", fbngrad_version());
+    fmt::print("cpu features: {}\n", fbngrad_cpu_features());
+    const std::string forced = fbngrad_forced_isa();
+    const std::string env = env_isa();
+    if (!forced.empty())
+        fmt::print("forced isa:   {}\n", forced);
+    else if (!env.empty())
+        fmt::print("forced isa:   none; FBNGRAD_ISA={} was not accepted, so every op call fails\n", env);
+    else
+        fmt::print("forced isa:   none (automatic; set FBNGRAD_ISA to force one)\n");
+
+    const int32_t n = fbngrad_variant_count();
+    fmt::print("\ncompiled variants ({}, in dispatch priority order):\n", n);
+    fmt::print("  {:<32} {:<9} {:<6} {:<10} {:<7} {:<6} {}\n", "name", "dtype", "layout", "mode", "isa", "device",
+               "supported");
+    for (int32_t i = 0; i < n; ++i) {
+        const fbngrad_variant_info *v = fbngrad_variant(i);
+        if (!v) continue;
+        fmt::print("  {:<32} {:<9} {:<6} {:<10} {:<7} {:<6} {}\n", v->name, dtype_name(v->dtype),
+                   layout_name(v->layout), mode_name(v->is_training), v->isa, device_name(v->device),
+                   v->supported ? "yes" : "no");
+    }
+
+    fmt::print("\nvariant used here:\n");
+    fmt::print("  {:<9} {:<6} {:<10} {:<32} {}\n", "dtype", "layout", "mode", "cpu", "cuda");
+    for (fbngrad_dtype t : kDtypes)
+        for (fbngrad_layout l : kLayouts)
+            for (int32_t m : kModes) {
+                std::string cpu = selected(t, l, m, FBNGRAD_CPU), cuda = selected(t, l, m, FBNGRAD_CUDA);
+                fmt::print("  {:<9} {:<6} {:<10} {:<32} {}\n", dtype_name(t), layout_name(l), mode_name(m),
+                           cpu.empty() ? "(none)" : cpu, cuda.empty() ? "(none)" : cuda);
+            }
+    return kExitOk;
+}
+
+}  // namespace
+
+Command add_info_command(CLI::App &app) {
+    auto json = std::make_shared<bool>(false);
+    CLI::App *sub = app.add_subcommand("info", "Show the compiled variants, the CPU features and the dispatch choices");
+    sub->add_flag("--json", *json, "print JSON instead of text");
+    return [json] { return *json ? info_json() : info_text(); };
+}
+
+}  // namespace fbngrad::cli

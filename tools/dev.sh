@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# One entry point from a fresh Debian 12 machine to a result:
+#   tools/dev.sh demo   install what is missing, build, run `fbngrad demo`
+#   tools/dev.sh test   install what is missing (TensorFlow too), build, run every test
+#   tools/dev.sh build  install what is missing, build only
+# Installs Debian packages with apt-get (as root, or through sudo) only when
+# some are missing, and Python packages into the project's own virtual
+# environment, build/venv. Everything it builds lands under build/.
+set -euo pipefail
+
+cmd=${1:-}
+case "$cmd" in
+demo | test | build) ;;
+*)
+    echo "usage: tools/dev.sh demo|test|build" >&2
+    exit 2
+    ;;
+esac
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=$root/build
+venv=$build/venv
+cmake_dir=$build/cmake
+jobs=$(nproc 2>/dev/null || echo 2)
+step() { printf '\n== %s\n' "$*"; }
+
+# ---- Debian packages (tools/debian-packages.txt says why each is there) ----
+mapfile -t packages < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$root/tools/debian-packages.txt" | awk '{print $1}')
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    step "installing Debian packages: ${missing[*]}"
+    sudo=""
+    if [ "$(id -u)" != 0 ]; then
+        command -v sudo >/dev/null || { echo "need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+        sudo=sudo
+    fi
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# ---- Python packages, into build/venv ----
+requirements=("$root/tools/requirements-build.txt")
+[ "$cmd" = test ] && requirements+=("$root/tools/requirements-test.txt")
+mkdir -p "$build"
+if [ ! -x "$venv/bin/python" ]; then
+    step "creating the virtual environment $venv"
+    python3 -m venv "$venv"
+fi
+for req in "${requirements[@]}"; do
+    stamp=$venv/.$(basename "$req").$(sha256sum "$req" | cut -c1-16)
+    if [ ! -e "$stamp" ]; then
+        step "pip install -r $(basename "$req")"
+        "$venv/bin/pip" install --disable-pip-version-check -q -r "$req"
+        touch "$stamp"
+    fi
+done
+
+# ---- Configure and build ----
+halide_dir=$("$venv/bin/python" -c 'import halide, os; print(os.path.join(os.path.dirname(halide.__file__), "lib64", "cmake", "Halide"))')
+step "configuring ($cmake_dir)"
+"$venv/bin/cmake" -S "$root" -B "$cmake_dir" -DCMAKE_BUILD_TYPE=Release -DHalide_DIR="$halide_dir" \
+    -DFBNGRAD_PYTHON="$venv/bin/python" >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
+step "building with $jobs jobs (36 Halide variants, then the library, CLI, tests and bench)"
+"$venv/bin/cmake" --build "$cmake_dir" -j "$jobs"
+
+# ---- Run ----
+case "$cmd" in
+demo)
+    step "fbngrad demo"
+    "$cmake_dir/bin/fbngrad" demo
+    ;;
+test)
+    step "ctest"
+    cd "$cmake_dir"
+    "$venv/bin/ctest" --output-on-failure -j "$jobs" --timeout 900
+    ;;
+esac
