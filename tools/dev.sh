@@ -73,8 +73,17 @@ demo)
     "$cmake_dir/bin/fbngrad" demo
     ;;
 test)
-    step "ctest"
-    cd "$cmake_dir"
-    "$venv/bin/ctest" --output-on-failure -j "$jobs" --timeout 900
+    step "ctest (x86-64, this machine)"
+    (cd "$cmake_dir" && "$venv/bin/ctest" --output-on-failure -j "$jobs" --timeout 900)
+    # Further CI stages (cross builds, sanitizers, packaging, MPI, ...): one
+    # script each in tools/ci/, run in name order, each with its own build
+    # directory under build/. Each ends with its own ctest summary.
+    export FBNGRAD_ROOT=$root FBNGRAD_VENV=$venv FBNGRAD_BUILD=$build FBNGRAD_MAIN_BUILD=$cmake_dir FBNGRAD_JOBS=$jobs
+    for stage in "$root"/tools/ci/*.sh; do
+        [ -e "$stage" ] || continue
+        step "CI stage $(basename "$stage")"
+        bash "$stage"
+    done
+    step "all test stages passed"
     ;;
 esac
