@@ -1,0 +1,132 @@
+#include "cuda_context.h"
+
+#include <mutex>
+
+#include "cuda_driver.h"
+#if FBNGRAD_WITH_CUDA
+#include "HalideRuntimeCuda.h"
+#endif
+
+namespace fbngrad::runtime {
+namespace {
+
+// Set together by set_cuda_context; a call reads both under the mutex.
+std::mutex g_settings_mutex;
+void *g_context = nullptr;
+void *g_stream = nullptr;
+
+// The primary context of device 0, retained once and kept for the process.
+bool primary_context(void **out, std::string *error) {
+    static std::once_flag once;
+    static void *ctx = nullptr;
+    static std::string why;
+    std::call_once(once, [] {
+        const cuda::Driver *d = cuda::driver(&why);
+        if (!d) return;
+        cuda::CUdevice dev = 0;
+        if (cuda::CUresult r = d->cuDeviceGet(&dev, 0)) {
+            why = "cuDeviceGet(0) failed: " + cuda::error_name(r);
+            return;
+        }
+        if (cuda::CUresult r = d->cuDevicePrimaryCtxRetain(&ctx, dev)) {
+            why = "cuDevicePrimaryCtxRetain failed: " + cuda::error_name(r);
+            ctx = nullptr;
+        }
+    });
+    *out = ctx;
+    if (!ctx && error) *error = why;
+    return ctx != nullptr;
+}
+
+// The automatic choice: the calling thread's current context, else the primary one.
+bool automatic_context(void **out, std::string *error) {
+    const cuda::Driver *d = cuda::driver(error);
+    if (!d) return false;
+    void *current = nullptr;
+    if (d->cuCtxGetCurrent(&current) == 0 && current) {
+        *out = current;
+        return true;
+    }
+    return primary_context(out, error);
+}
+
+#if FBNGRAD_WITH_CUDA
+// Halide calls these around every CUDA operation, with the call's CallContext
+// as user_context (nullptr only from runtime clean-up outside any call).
+int acquire_context(void *user_context, void **ctx, bool /*create*/) {
+    auto *cc = static_cast<CallContext *>(user_context);
+    if (cc && cc->cuda_context) {
+        *ctx = cc->cuda_context;
+        return 0;
+    }
+    std::string why;
+    if (automatic_context(ctx, &why)) return 0;
+    if (cc) cc->error += (cc->error.empty() ? "" : "; ") + why;
+    return halide_error_code_generic_error;
+}
+
+int release_context(void *) { return 0; }
+
+int get_stream(void *user_context, void * /*ctx*/, void **stream) {
+    auto *cc = static_cast<CallContext *>(user_context);
+    *stream = cc ? cc->cuda_stream : nullptr;
+    return 0;
+}
+#endif
+
+void install_hooks_once() {
+#if FBNGRAD_WITH_CUDA
+    static std::once_flag once;
+    std::call_once(once, [] {
+        halide_set_cuda_acquire_context(acquire_context);
+        halide_set_cuda_release_context(release_context);
+        halide_set_cuda_get_stream(get_stream);
+        // Keep the kernels' scratch buffers between calls: cuMemFree would
+        // synchronize the device after every call.
+        halide_reuse_device_allocations(nullptr, true);
+    });
+#endif
+}
+
+}  // namespace
+
+void set_cuda_context(void *cu_context, void *cu_stream) {
+    std::lock_guard<std::mutex> lock(g_settings_mutex);
+    g_context = cu_context;
+    g_stream = cu_stream;
+}
+
+bool prepare_cuda_call(CallContext *ctx, std::string *error) {
+    install_hooks_once();
+    {
+        std::lock_guard<std::mutex> lock(g_settings_mutex);
+        ctx->cuda_context = g_context;
+        ctx->cuda_stream = g_stream;
+    }
+    if (ctx->cuda_context) return true;
+    return automatic_context(&ctx->cuda_context, error);
+}
+
+void make_device_buffer(halide_buffer_t *b) {
+#if FBNGRAD_WITH_CUDA
+    b->device = reinterpret_cast<uint64_t>(b->host);
+    b->host = nullptr;
+    b->device_interface = halide_cuda_device_interface();
+    b->flags = halide_buffer_flag_device_dirty;
+#else
+    (void)b;
+#endif
+}
+
+std::string zero_device_floats(const CallContext &ctx, void *ptr, size_t n) {
+    std::string why;
+    const cuda::Driver *d = cuda::driver(&why);
+    if (!d) return why;
+    if (cuda::CUresult r = d->cuCtxPushCurrent(ctx.cuda_context)) return "cuCtxPushCurrent failed: " + cuda::error_name(r);
+    const cuda::CUresult r = d->cuMemsetD32Async(reinterpret_cast<cuda::CUdeviceptr>(ptr), 0u, n, ctx.cuda_stream);
+    void *popped = nullptr;
+    d->cuCtxPopCurrent(&popped);
+    return r ? "cuMemsetD32Async failed: " + cuda::error_name(r) : "";
+}
+
+}  // namespace fbngrad::runtime

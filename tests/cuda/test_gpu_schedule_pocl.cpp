@@ -1,0 +1,147 @@
+// The CUDA schedule (generators/schedule_cuda.cpp), compiled for OpenCL and
+// executed on the CPU by PoCL: its grids, shared-memory stages, barriers and
+// tree reductions against the double-precision reference on the edge shapes
+// (edge_shapes.h), in both reserve_space_2 conventions. The kernels are called
+// directly (the dispatcher knows only the shipped variants) with host buffers;
+// Halide copies them to the OpenCL device and the outputs back.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "HalideRuntime.h"
+#include "edge_shapes.h"
+#include "fbngrad_pocl_variant_headers.h"
+#include "problem.h"
+
+using namespace fbngrad;
+using namespace fbngrad::test;
+
+namespace {
+
+using KernelFn = int (*)(void const *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                         halide_buffer_t *, float, bool, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+
+struct PoclRow {
+    const char *name;
+    fbngrad_dtype dtype;
+    fbngrad_layout layout;
+    bool training;
+    KernelFn fn;
+};
+
+const std::vector<PoclRow> &rows() {
+    static const std::vector<PoclRow> r = {
+#define FBNGRAD_POCL_VARIANT(name, dtype, layout, training) {#name, dtype, layout, training != 0, name},
+#include "fbngrad_pocl_variants.inc"
+#undef FBNGRAD_POCL_VARIANT
+    };
+    return r;
+}
+
+// "" when an OpenCL platform is installed (PoCL: pocl-opencl-icd), else why not.
+std::string opencl_missing() {
+    void *lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return "no OpenCL ICD loader (libOpenCL.so.1)";
+    using GetPlatforms = int (*)(unsigned, void **, unsigned *);
+    auto get = reinterpret_cast<GetPlatforms>(dlsym(lib, "clGetPlatformIDs"));
+    unsigned n = 0;
+    if (!get || get(0, nullptr, &n) != 0 || n == 0) return "no OpenCL platform installed (PoCL: pocl-opencl-icd)";
+    return "";
+}
+
+// Halide's errors, for the failure message (the default handler would abort).
+thread_local std::string g_error;
+void on_error(void *, const char *msg) { g_error += msg ? msg : "?"; }
+
+struct View {
+    halide_dimension_t dim[3] = {};
+    halide_buffer_t buf = {};
+    // The kernels' 3-D view (generators/algorithm.h): NHWC (c, s*n, 1), NCHW (s, c, n).
+    View(void *data, halide_type_t type, fbngrad_layout layout, int32_t N, int32_t S, int32_t C, bool input) {
+        if (layout == FBNGRAD_NHWC) {
+            dim[0] = {0, C, 1};
+            dim[1] = {0, S * N, C};
+            dim[2] = {0, 1, S * N * C};
+        } else {
+            dim[0] = {0, S, 1};
+            dim[1] = {0, C, S};
+            dim[2] = {0, N, S * C};
+        }
+        init(data, type, 3, input);
+    }
+    View(float *data, int32_t C, bool input) {
+        dim[0] = {0, C, 1};
+        init(data, halide_type_t(halide_type_float, 32), 1, input);
+    }
+    void init(void *data, halide_type_t type, int dims, bool input) {
+        buf.host = static_cast<uint8_t *>(data);
+        buf.type = type;
+        buf.dimensions = dims;
+        buf.dim = dim;
+        buf.set_host_dirty(input);  // inputs: copy to the device
+    }
+    ~View() { halide_device_free(nullptr, &buf); }
+    View(const View &) = delete;
+};
+
+halide_type_t tensor_type(fbngrad_dtype d) {
+    if (d == FBNGRAD_FLOAT16) return halide_type_t(halide_type_float, 16);
+    if (d == FBNGRAD_BFLOAT16) return halide_type_t(halide_type_uint, 16);
+    return halide_type_t(halide_type_float, 32);
+}
+
+struct Case {
+    size_t variant, shape;
+    bool inverse_std;
+};
+
+class PoclScheduleTest : public testing::TestWithParam<Case> {
+protected:
+    void SetUp() override {
+        static const std::string missing = opencl_missing();
+        if (!missing.empty()) GTEST_SKIP() << missing;
+        halide_set_error_handler(on_error);
+    }
+};
+
+TEST_P(PoclScheduleTest, MatchesReference) {
+    const PoclRow &v = rows()[GetParam().variant];
+    const std::vector<int64_t> &nsc = kEdgeShapes[GetParam().shape];
+    TestProblem tp(v.dtype, v.layout, in_layout(nsc, v.layout), v.training, GetParam().inverse_std,
+                   7 + uint32_t(GetParam().shape));
+    const int32_t N = int32_t(nsc.front()), C = int32_t(nsc.back());
+    int32_t S = 1;
+    for (size_t d = 1; d + 1 < nsc.size(); ++d) S *= int32_t(nsc[d]);
+    const halide_type_t T = tensor_type(v.dtype);
+    {
+        View dy(tp.dy.data(), T, v.layout, N, S, C, true), x(tp.x.data(), T, v.layout, N, S, C, true),
+            xb(tp.xb.data(), T, v.layout, N, S, C, false);
+        View sc(tp.scale.data(), C, true), m(tp.mean.data(), C, true), rs2(tp.rs2.data(), C, true),
+            sb(tp.sb.data(), C, false), ob(tp.ob.data(), C, false);
+        g_error.clear();
+        int rc = v.fn(nullptr, &dy.buf, &x.buf, &sc.buf, &m.buf, &rs2.buf, tp.attrs.epsilon, GetParam().inverse_std,
+                      &xb.buf, &sb.buf, &ob.buf);
+        ASSERT_EQ(rc, 0) << v.name << ": " << g_error;
+        for (View *out : {&xb, &sb, &ob}) ASSERT_EQ(halide_copy_to_host(nullptr, &out->buf), 0) << g_error;
+    }
+    ref::Comparison r = tp.check();
+    EXPECT_TRUE(r.ok()) << tp.describe() << ": " << r.mismatches << " mismatches, first " << r.first_mismatch;
+}
+
+std::vector<Case> all_cases() {
+    std::vector<Case> cs;
+    for (size_t v = 0; v < rows().size(); ++v)
+        for (size_t s = 0; s < kEdgeShapes.size(); ++s)
+            for (bool inv : {false, true}) cs.push_back({v, s, inv});
+    return cs;
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaScheduleOnPocl, PoclScheduleTest, testing::ValuesIn(all_cases()),
+                         [](const testing::TestParamInfo<Case> &i) {
+                             return std::string(rows()[i.param.variant].name) + "_" +
+                                    shape_name(kEdgeShapes[i.param.shape]) + (i.param.inverse_std ? "_invstd" : "_var");
+                         });
+
+}  // namespace

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Merges fbngrad_cuda_bench's and torch_bn_bench.py's JSON lines into one
+markdown table: per dtype x layout x shape, each implementation's time, its
+bandwidth (GB/s over the bytes the op must move: y_backprop and x read once,
+x_backprop written once) and that as a share of the card's peak, and the
+ratio of cuDNN's time to fbngrad's (above 1: fbngrad is faster).
+
+  bench_report.py FBNGRAD.jsonl TORCH.jsonl [--peak-gbps GB/s]
+
+The peak comes from --peak-gbps, else from fbngrad_cuda_bench's device line
+(memory clock x bus width x 2, from the driver).
+"""
+import argparse
+import json
+import sys
+
+
+def read_lines(path):
+    rows, info = [], {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            obj = json.loads(line)
+            (rows.append(obj) if "impl" in obj else info.update(obj))
+    return rows, info
+
+
+def fmt_ms(ms):
+    return "n/a" if ms is None else f"{ms:.3f}"
+
+
+def gbps(row):
+    return None if row is None or row.get("ms") in (None, 0) else row["bytes"] / (row["ms"] * 1e-3) / 1e9
+
+
+def fmt_bw(bw, peak):
+    if bw is None:
+        return "n/a"
+    return f"{bw:.0f} ({100 * bw / peak:.0f}%)" if peak else f"{bw:.0f}"
+
+
+def report(fbngrad_path, torch_path, peak_gbps=None):
+    rows, info = read_lines(fbngrad_path)
+    trows, tinfo = read_lines(torch_path)
+    peak = peak_gbps or info.get("peak_gbps")
+    key = lambda r: (r["dtype"], r["layout"], tuple(r["shape"]))
+    by_impl = {}
+    for r in rows + trows:
+        by_impl.setdefault(r["impl"], {})[key(r)] = r
+    order = []
+    for r in rows + trows:
+        if key(r) not in order:
+            order.append(key(r))
+    out = []
+    dev = info.get("device") or tinfo.get("device") or "unknown GPU"
+    out.append(f"GPU: {dev}; peak memory bandwidth {peak:.0f} GB/s" if peak else f"GPU: {dev}")
+    if tinfo:
+        out.append(f"PyTorch {tinfo.get('torch')}, cuDNN {tinfo.get('cudnn')}")
+    out.append("Training-mode backward; GB/s = 3 x N*H*W*C x sizeof(dtype) / time (% of peak); "
+               "speed-up = cuDNN time / fbngrad time.")
+    out.append("")
+    out.append("| dtype | layout | N,H,W,C | fbngrad ms | fbngrad GB/s | cuDNN ms | cuDNN GB/s | "
+               "ATen native ms | speed-up vs cuDNN |")
+    out.append("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    for k in order:
+        f = by_impl.get("fbngrad", {}).get(k)
+        c = by_impl.get("cudnn", {}).get(k)
+        a = by_impl.get("aten_native", {}).get(k)
+        ratio = "n/a"
+        if f and c and f.get("ms") and c.get("ms"):
+            ratio = f"{c['ms'] / f['ms']:.2f}x"
+        out.append(f"| {k[0]} | {k[1]} | {','.join(map(str, k[2]))} | {fmt_ms(f and f.get('ms'))} | "
+                   f"{fmt_bw(gbps(f), peak)} | {fmt_ms(c and c.get('ms'))} | {fmt_bw(gbps(c), peak)} | "
+                   f"{fmt_ms(a and a.get('ms'))} | {ratio} |")
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("fbngrad_jsonl")
+    ap.add_argument("torch_jsonl")
+    ap.add_argument("--peak-gbps", type=float, default=None, help="the card's memory bandwidth, GB/s")
+    args = ap.parse_args()
+    print(report(args.fbngrad_jsonl, args.torch_jsonl, args.peak_gbps))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
