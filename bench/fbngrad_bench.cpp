@@ -1,25 +1,35 @@
-// fbngrad_bench: Google Benchmark timings of fbngrad_fused_batch_norm_grad_v2.
+// fbngrad_bench: Google Benchmark timings of fbngrad_fused_batch_norm_grad_v2 and its peers.
 //
-// Names: impl/dtype/layout/mode/N,H,W,C (Google Benchmark appends "/real_time"),
-// e.g. fbngrad/float32/NHWC/train/32,56,56,64/real_time. The shape is always
-// given as N,H,W,C; for NCHW the tensors are [N,C,H,W].
+// Names: impl/dtype/layout/mode/N,H,W,C[/cold][/threads:T] (Google Benchmark appends
+// "/real_time", and "/iterations:K" for /cold), e.g. fbngrad/float32/NHWC/train/32,56,56,64.
+// The shape is always given as N,H,W,C; for NCHW the tensors are [N,C,H,W].
 //   impl  fbngrad        the dispatcher's pick
-//         fbngrad-<isa>  dispatch restricted to one ISA (fbngrad_force_isa), one per
-//                        CPU ISA of the variant table (fbngrad_variant_count/_variant)
-//                        that this CPU supports
-//         naive          a plain two-pass, single-threaded C++ loop (below)
-// Shapes: the batch-norm layers of ResNet-50 at N=32 and a few mobile-sized ones.
+//         fbngrad-<isa>  dispatch restricted to one ISA of the variant table that this CPU runs
+//         onednn         oneDNN's batch_normalization_backward (peer_onednn.cpp; optional)
+//         aten           PyTorch's at::native_batch_norm_backward (peer_aten.cpp; optional)
+//         naive          a plain two-pass, single-threaded C++ loop (peer_naive.cpp)
+//   (bench/tf_bench.py adds tensorflow and tensorflow-eigen in its own process.)
+//   /cold      the caches are flushed (64 MiB written, untimed) before every call
+//   /threads:T only with --fbngrad_thread_counts: every peer's thread pool set to T
+// Shapes: the batch-norm layers of ResNet-50 at N=32 and a few mobile-sized ones, in every
+// dtype and layout; plus a size sweep (float32 NHWC, C=64, 1e4 to 1e8 elements).
+// bandwidth/{copy,copy_nt,add,add_nt}: the memory-bandwidth probe (bandwidth.h).
 //
-// Every impl's output is checked once per shape against fbngrad::ref (the
-// double-precision oracle) before it is timed; a mismatch skips it with an error.
-// Counters: bytes_per_second and GB/s count 3 tensors per iteration (x, y_backprop
-// read, x_backprop written); times are wall-clock (UseRealTime: fbngrad is multi-threaded).
+// Every benchmark's output is checked once against fbngrad::ref (the double-precision
+// oracle) before it is timed; a mismatch skips it with an error. fbngrad must meet the
+// oracle's tight bound; a peer that misses it (its own summation order) must meet the TF
+// parity tests' tolerance instead, and its label then says "[parity tolerance]".
+// Counters: bytes_per_second and GB/s count 3 tensors per call (x and y_backprop read,
+// x_backprop written); times are wall-clock (UseRealTime: the kernels are multi-threaded).
 //
 // Extra flags (taken out before Google Benchmark sees the rest):
-//   --fbngrad_threads=N   fbngrad_set_num_threads(N) (default: one per core)
-// Without --benchmark_filter the run is limited to a default subset (fbngrad and
-// naive, float32, both layouts and modes, every shape: about 100 benchmarks);
-// --benchmark_filter=all runs the whole matrix (every dtype and impl).
+//   --fbngrad_threads=N          every peer's threads (default: one per core)
+//   --fbngrad_thread_counts=1,2  register every benchmark once per count, with /threads:T
+//   --fbngrad_bandwidth_mib=N    the size of each bandwidth-probe array (default 256)
+//   --fbngrad_shapes=S           catalogue (ResNet-50 and mobile), sweep, or all (default)
+//   --fbngrad_input_digest       print the inputs' digests for tf_bench.py's check and exit
+// Without --benchmark_filter the run is limited to a default subset (hot float32, every
+// peer, and the bandwidth probe); --benchmark_filter=all runs everything.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -27,21 +37,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <memory>
-#include <random>
-#include <set>
-#include <string>
-#include <vector>
+#include <thread>
 
-#include "fbngrad/fbngrad.h"
-#include "half.h"
-#include "reference.h"
+#include "bandwidth.h"
+#include "cache_flush.h"
+#include "peer.h"
 
+namespace fbngrad_bench {
 namespace {
-
-struct Shape {
-    int64_t n, h, w, c;
-};
 
 const Shape kShapes[] = {
     // ResNet-50 (N = 32)
@@ -51,393 +54,292 @@ const Shape kShapes[] = {
     {1, 56, 56, 24}, {4, 28, 28, 32}, {8, 14, 14, 96},
 };
 
-const char *kDefaultFilter = "^(fbngrad|naive)/float32/";
-
-const char *dtype_name(fbngrad_dtype d) {
-    switch (d) {
-    case FBNGRAD_FLOAT16: return "float16";
-    case FBNGRAD_BFLOAT16: return "bfloat16";
-    default: return "float32";
-    }
-}
-
-std::string shape_name(const Shape &s) {
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "%lld,%lld,%lld,%lld", (long long)s.n, (long long)s.h, (long long)s.w,
-                  (long long)s.c);
-    return buf;
-}
-
-// ---- inputs: generated once per (dtype, layout, shape), kept for the next benchmark ----
-
-struct Inputs {
-    fbngrad_dtype dtype;
-    fbngrad_layout layout;
-    Shape s;
-    int64_t dims[4];
-    int64_t elements;
-    std::vector<uint8_t> dy, x;                 // dtype elements
-    std::vector<float> scale, mean, var;        // [C]; mean/var: batch statistics of x
+// The size sweep: float32 NHWC, C = 64, H = W, about 1e4 to 1e8 elements in steps of ~2x
+// (tensor bytes 40 KB .. 400 MB: L1, L2, L3 and DRAM on the way).
+const Shape kSweepShapes[] = {
+    {1, 12, 12, 64},   {1, 18, 18, 64},   {1, 25, 25, 64},   {1, 35, 35, 64},   {1, 50, 50, 64},
+    {1, 71, 71, 64},   {1, 100, 100, 64}, {1, 141, 141, 64}, {1, 200, 200, 64}, {1, 283, 283, 64},
+    {1, 400, 400, 64}, {1, 566, 566, 64}, {1, 800, 800, 64}, {1, 1250, 1250, 64},
 };
 
-std::string inputs_key(fbngrad_dtype d, fbngrad_layout l, const Shape &s) {
-    return std::string(dtype_name(d)) + (l == FBNGRAD_NHWC ? "/NHWC/" : "/NCHW/") + shape_name(s);
-}
+const char *kDefaultFilter = "^(bandwidth/|[^/]+/float32/[^/]+/[^/]+/[^/]+(/real_time)?$)";
 
-// A single slot: the benchmarks are registered with the shape outside the mode and
-// impl loops, so consecutive benchmarks share inputs and memory stays bounded.
-std::string g_inputs_key;
-std::unique_ptr<Inputs> g_inputs;
+// ---- the check: fbngrad::ref's bound, or the parity tests' tolerance for peers -------------
 
-const Inputs &get_inputs(fbngrad_dtype dtype, fbngrad_layout layout, const Shape &s) {
-    std::string key = inputs_key(dtype, layout, s);
-    if (g_inputs && g_inputs_key == key) return *g_inputs;
-    g_inputs.reset();
-    auto in = std::make_unique<Inputs>();
-    in->dtype = dtype;
-    in->layout = layout;
-    in->s = s;
-    if (layout == FBNGRAD_NHWC) {
-        int64_t d[4] = {s.n, s.h, s.w, s.c};
-        std::memcpy(in->dims, d, sizeof d);
-    } else {
-        int64_t d[4] = {s.n, s.c, s.h, s.w};
-        std::memcpy(in->dims, d, sizeof d);
-    }
-    in->elements = s.n * s.h * s.w * s.c;
-    const int es = fbngrad::ref::dtype_size(dtype);
-    in->dy.resize(size_t(in->elements) * es);
-    in->x.resize(size_t(in->elements) * es);
-    std::mt19937_64 rng(0x5eed0000u + uint64_t(s.n * 131 + s.h * 17 + s.c) + uint64_t(dtype) * 7 + uint64_t(layout));
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    for (int64_t i = 0; i < in->elements; ++i) {
-        fbngrad::ref::store(dtype, in->dy.data(), i, u(rng));
-        fbngrad::ref::store(dtype, in->x.data(), i, 0.25f + 1.5f * u(rng));
-    }
-    const int64_t C = s.c, S = s.h * s.w, M = s.n * S;
-    in->scale.resize(C);
-    for (auto &v : in->scale) v = 0.5f + 0.5f * (u(rng) + 1.0f);
-    // Batch statistics of the (rounded) x, in double: what the forward op would have saved.
-    std::vector<double> sum(C, 0.0), sq(C, 0.0);
-    for (int64_t n = 0; n < s.n; ++n)
-        for (int64_t p = 0; p < S; ++p)
-            for (int64_t c = 0; c < C; ++c) {
-                int64_t i = layout == FBNGRAD_NHWC ? (n * S + p) * C + c : (n * C + c) * S + p;
-                double v = fbngrad::ref::load(dtype, in->x.data(), i);
-                sum[c] += v;
-                sq[c] += v * v;
-            }
-    in->mean.resize(C);
-    in->var.resize(C);
-    for (int64_t c = 0; c < C; ++c) {
-        double m = sum[c] / double(M);
-        in->mean[c] = float(m);
-        in->var[c] = float(std::max(0.0, sq[c] / double(M) - m * m));
-    }
-    g_inputs_key = key;
-    g_inputs = std::move(in);
-    return *g_inputs;
-}
+// TF's nn_fused_batchnorm_test.py tolerances, as tests/parity/tf_parity.py applies them:
+// |got - want| <= tol * (1 + |want|), want being the double-precision oracle here.
+double parity_tol(fbngrad_dtype d) { return d == FBNGRAD_FLOAT32 ? 1e-3 : d == FBNGRAD_FLOAT16 ? 2e-3 : 2e-2; }
+constexpr double kParityParamTol = 1e-3;
 
-fbngrad::ref::Problem problem(const Inputs &in, bool training, float epsilon) {
-    fbngrad::ref::Problem p;
-    p.dtype = in.dtype;
-    p.layout = in.layout;
-    p.rank = 4;
-    for (int d = 0; d < 4; ++d) p.shape[d] = in.dims[d];
-    p.y_backprop = in.dy.data();
-    p.x = in.x.data();
-    p.scale = in.scale.data();
-    p.mean = in.mean.data();
-    p.reserve_space_2 = in.var.data();
-    p.epsilon = epsilon;
-    p.is_training = training;
-    return p;
-}
-
-// The oracle's answer, one slot (same ordering argument as the inputs).
-std::string g_expected_key;
-std::unique_ptr<fbngrad::ref::Expected> g_expected;
-
-const fbngrad::ref::Expected &get_expected(const Inputs &in, bool training, float epsilon) {
-    std::string key = inputs_key(in.dtype, in.layout, in.s) + (training ? "/train" : "/infer");
-    if (g_expected && g_expected_key == key) return *g_expected;
-    g_expected.reset();
-    g_expected = std::make_unique<fbngrad::ref::Expected>(fbngrad::ref::compute(problem(in, training, epsilon)));
-    g_expected_key = key;
-    return *g_expected;
-}
-
-// ---- the naive baseline ----------------------------------------------------------------
-// Pass 1: per-channel float sums of dy and dy*(x - mean); pass 2: x_backprop.
-// Single-threaded, in memory order, float arithmetic, converting with half.h.
-
-struct F32 {
-    using T = float;
-    static float load(T v) { return v; }
-    static T store(float v) { return v; }
-};
-struct F16 {
-    using T = uint16_t;
-    static float load(T v) { return fbngrad::f16_to_float(v); }
-    static T store(float v) { return fbngrad::float_to_f16(v); }
-};
-struct BF16 {
-    using T = uint16_t;
-    static float load(T v) { return fbngrad::bf16_to_float(v); }
-    static T store(float v) { return fbngrad::float_to_bf16(v); }
-};
-
-template <class E>
-void naive_impl(const Inputs &in, bool training, float epsilon, void *x_backprop_, float *scale_backprop,
-                float *offset_backprop) {
-    using T = typename E::T;
-    const T *dy = reinterpret_cast<const T *>(in.dy.data());
-    const T *x = reinterpret_cast<const T *>(in.x.data());
-    T *dx = static_cast<T *>(x_backprop_);
-    const int64_t N = in.s.n, C = in.s.c, S = in.s.h * in.s.w, M = N * S;
-    const float *mean = in.mean.data();
-
-    std::vector<float> sum_dy(C, 0.0f), sum_dyxc(C, 0.0f), inv(C), a(C), dy_mean(C), k(C);
-    if (in.layout == FBNGRAD_NHWC) {
-        for (int64_t r = 0; r < M; ++r)
-            for (int64_t c = 0; c < C; ++c) {
-                float g = E::load(dy[r * C + c]);
-                sum_dy[c] += g;
-                sum_dyxc[c] += g * (E::load(x[r * C + c]) - mean[c]);
-            }
-    } else {
-        for (int64_t n = 0; n < N; ++n)
-            for (int64_t c = 0; c < C; ++c) {
-                const int64_t base = (n * C + c) * S;
-                for (int64_t p = 0; p < S; ++p) {
-                    float g = E::load(dy[base + p]);
-                    sum_dy[c] += g;
-                    sum_dyxc[c] += g * (E::load(x[base + p]) - mean[c]);
-                }
-            }
-    }
-    for (int64_t c = 0; c < C; ++c) {
-        inv[c] = 1.0f / std::sqrt(in.var[c] + epsilon);
-        a[c] = in.scale[c] * inv[c];
-        dy_mean[c] = sum_dy[c] / float(M);
-        k[c] = inv[c] * inv[c] * sum_dyxc[c] / float(M);
-        scale_backprop[c] = sum_dyxc[c] * inv[c];
-        offset_backprop[c] = sum_dy[c];
-    }
-    auto value = [&](int64_t i, int64_t c) {
-        float g = E::load(dy[i]);
-        if (!training) return g * a[c];
-        float xc = E::load(x[i]) - mean[c];
-        return a[c] * (g - dy_mean[c] - xc * k[c]);
+std::string parity_compare(const Inputs &in, const fbngrad::ref::Expected &e, const Outputs &o) {
+    auto bad = [](double got, double want, double tol) {
+        if (std::isnan(want)) return !std::isnan(got);
+        if (std::isinf(want)) return got != want;
+        return !(std::fabs(got - want) <= tol * (1.0 + std::fabs(want)));
     };
-    if (in.layout == FBNGRAD_NHWC) {
-        for (int64_t r = 0; r < M; ++r)
-            for (int64_t c = 0; c < C; ++c) dx[r * C + c] = E::store(value(r * C + c, c));
-    } else {
-        for (int64_t n = 0; n < N; ++n)
-            for (int64_t c = 0; c < C; ++c) {
-                const int64_t base = (n * C + c) * S;
-                for (int64_t p = 0; p < S; ++p) dx[base + p] = E::store(value(base + p, c));
-            }
+    const double xt = parity_tol(in.dtype);
+    for (int64_t i = 0; i < in.elements; ++i) {
+        const double got = fbngrad::ref::load(in.dtype, o.dx.data(), i);
+        if (bad(got, e.x_backprop[i], xt))
+            return "x_backprop[" + std::to_string(i) + "]: got " + std::to_string(got) + ", expected " +
+                   std::to_string(e.x_backprop[i]);
     }
+    for (size_t c = 0; c < o.sb.size(); ++c) {
+        if (bad(o.sb[c], e.scale_backprop[c], kParityParamTol))
+            return "scale_backprop[" + std::to_string(c) + "]: got " + std::to_string(o.sb[c]) + ", expected " +
+                   std::to_string(e.scale_backprop[c]);
+        if (bad(o.ob[c], e.offset_backprop[c], kParityParamTol))
+            return "offset_backprop[" + std::to_string(c) + "]: got " + std::to_string(o.ob[c]) + ", expected " +
+                   std::to_string(e.offset_backprop[c]);
+    }
+    return "";
 }
 
-void naive(const Inputs &in, bool training, float epsilon, void *dx, float *sb, float *ob) {
-    switch (in.dtype) {
-    case FBNGRAD_FLOAT16: naive_impl<F16>(in, training, epsilon, dx, sb, ob); break;
-    case FBNGRAD_BFLOAT16: naive_impl<BF16>(in, training, epsilon, dx, sb, ob); break;
-    default: naive_impl<F32>(in, training, epsilon, dx, sb, ob);
-    }
-}
-
-// ---- the benchmark -----------------------------------------------------------------------
-
-struct Case {
-    std::string name;  // the benchmark's name (benchmark 1.7.1's State has no name())
-    std::string impl;  // "fbngrad", "fbngrad-<isa>", "naive"
-    std::string isa;   // forced ISA for fbngrad-<isa>
-    fbngrad_dtype dtype;
-    fbngrad_layout layout;
-    bool training;
-    Shape shape;
+struct Verdict {
+    std::string error;  // "" when the output passed
+    bool parity = false;  // passed only under the parity tolerance
 };
 
-std::string g_startup_isa;                        // FBNGRAD_ISA's choice, restored after each forced run
-std::map<std::string, std::string> g_verified;    // benchmark name -> "" (ok) or the error
+// Runs the peer once and compares; cached per benchmark name (Google Benchmark calls the
+// benchmark function several times while it picks the iteration count).
+std::map<std::string, Verdict> g_verdicts;
 
-struct Outputs {
-    std::vector<uint8_t> dx;
-    std::vector<float> sb, ob;
-};
-
-bool run_fbngrad(const Inputs &in, bool training, float epsilon, Outputs &o, std::string *err) {
-    fbngrad_tensor dy = fbngrad_make_tensor(const_cast<uint8_t *>(in.dy.data()), in.dtype, 4, in.dims, in.layout);
-    fbngrad_tensor x = fbngrad_make_tensor(const_cast<uint8_t *>(in.x.data()), in.dtype, 4, in.dims, in.layout);
-    const int64_t c[1] = {in.s.c};
-    fbngrad_tensor scale = fbngrad_make_tensor(const_cast<float *>(in.scale.data()), FBNGRAD_FLOAT32, 1, c, FBNGRAD_NHWC);
-    fbngrad_tensor mean = fbngrad_make_tensor(const_cast<float *>(in.mean.data()), FBNGRAD_FLOAT32, 1, c, FBNGRAD_NHWC);
-    fbngrad_tensor var = fbngrad_make_tensor(const_cast<float *>(in.var.data()), FBNGRAD_FLOAT32, 1, c, FBNGRAD_NHWC);
-    fbngrad_tensor dx = fbngrad_make_tensor(o.dx.data(), in.dtype, 4, in.dims, in.layout);
-    fbngrad_tensor sb = fbngrad_make_tensor(o.sb.data(), FBNGRAD_FLOAT32, 1, c, FBNGRAD_NHWC);
-    fbngrad_tensor ob = fbngrad_make_tensor(o.ob.data(), FBNGRAD_FLOAT32, 1, c, FBNGRAD_NHWC);
-    fbngrad_attrs attrs;
-    fbngrad_attrs_init(&attrs);
-    attrs.epsilon = epsilon;
-    attrs.is_training = training ? 1 : 0;
-    fbngrad_status st;
-    if (fbngrad_fused_batch_norm_grad_v2(&dy, &x, &scale, &mean, &var, &attrs, &dx, &sb, &ob, &st) != FBNGRAD_OK) {
-        *err = st.message;
-        return false;
+Verdict verify(const Peer &peer, Runner &r, const Inputs &in, const Case &cs, Outputs &o) {
+    Verdict v;
+    if (!r.run(&v.error) || !r.fetch(o, &v.error)) return v;
+    const auto &e = get_expected(in, cs.training, kEpsilon);
+    auto cmp = fbngrad::ref::compare(problem(in, cs.training, kEpsilon), e, o.dx.data(), o.sb.data(), o.ob.data());
+    if (cmp.ok()) return v;
+    const std::string strict = "disagrees with fbngrad::ref: " + std::to_string(cmp.mismatches) +
+                               " mismatches, first " + cmp.first_mismatch;
+    if (peer.strict_check) {
+        v.error = strict;
+        return v;
     }
-    return true;
+    const std::string loose = parity_compare(in, e, o);
+    if (loose.empty())
+        v.parity = true;
+    else
+        v.error = strict + "; and beyond the parity tolerance: " + loose;
+    return v;
 }
 
-void restore_isa() { fbngrad_force_isa(g_startup_isa.c_str(), nullptr); }
+// ---- the benchmark ------------------------------------------------------------------------
 
-void bench(benchmark::State &state, Case cs) {
-    const float epsilon = 0.0001f;
-    const std::string &name = cs.name;
-    const Inputs &in = get_inputs(cs.dtype, cs.layout, cs.shape);
-    const int64_t C = cs.shape.c;
+struct Bench {
+    std::string name;  // as registered (benchmark 1.7.1's State has no name())
+    const Peer *peer;
+    Case cs;
+    bool cold;
+    int threads;
+};
+
+std::vector<Peer> g_peers;  // kept alive for the benchmarks' pointers
+
+void bench(benchmark::State &state, Bench b) {
+    const Inputs &in = get_inputs(b.cs.dtype, b.cs.layout, b.cs.shape);
     Outputs o;
     o.dx.assign(in.dy.size(), 0);
-    o.sb.assign(C, 0.0f);
-    o.ob.assign(C, 0.0f);
-
-    const bool is_naive = cs.impl == "naive";
-    if (!cs.isa.empty()) {
-        fbngrad_status st;
-        if (fbngrad_force_isa(cs.isa.c_str(), &st) != FBNGRAD_OK) {
-            state.SkipWithError(("fbngrad_force_isa: " + std::string(st.message)).c_str());
-            return;
-        }
-    }
-    if (is_naive) {
-        state.SetLabel("single-threaded loop");
-    } else {
-        const fbngrad_variant_info *v = fbngrad_selected_variant(cs.dtype, cs.layout, cs.training, FBNGRAD_CPU);
-        state.SetLabel(v ? v->name : "(no variant)");
-    }
-
-    auto once = [&](std::string *err) -> bool {
-        if (is_naive) {
-            naive(in, cs.training, epsilon, o.dx.data(), o.sb.data(), o.ob.data());
-            return true;
-        }
-        return run_fbngrad(in, cs.training, epsilon, o, err);
-    };
-
-    // Check against the oracle once per benchmark (Google Benchmark calls this function
-    // several times while it picks the iteration count).
-    auto it = g_verified.find(name);
-    if (it == g_verified.end()) {
-        std::string err;
-        if (once(&err)) {
-            const auto &e = get_expected(in, cs.training, epsilon);
-            auto cmp = fbngrad::ref::compare(problem(in, cs.training, epsilon), e, o.dx.data(), o.sb.data(), o.ob.data());
-            if (!cmp.ok())
-                err = "disagrees with fbngrad::ref: " + std::to_string(cmp.mismatches) + " mismatches, first " +
-                      cmp.first_mismatch;
-        }
-        it = g_verified.emplace(name, err).first;
-    }
-    if (!it->second.empty()) {
-        if (!cs.isa.empty()) restore_isa();
-        state.SkipWithError(it->second.c_str());
+    o.sb.assign(b.cs.shape.c, 0.0f);
+    o.ob.assign(b.cs.shape.c, 0.0f);
+    b.peer->set_threads(b.threads);
+    std::string err;
+    std::unique_ptr<Runner> r = b.peer->prepare(in, b.cs, o, &err);
+    if (!r) {
+        state.SkipWithError(err.c_str());
         return;
     }
-
-    std::string err;
+    auto it = g_verdicts.find(b.name);
+    if (it == g_verdicts.end()) it = g_verdicts.emplace(b.name, verify(*b.peer, *r, in, b.cs, o)).first;
+    if (!it->second.error.empty()) {
+        state.SkipWithError(it->second.error.c_str());
+        return;
+    }
+    state.SetLabel(r->label() + (it->second.parity ? " [parity tolerance]" : ""));
+    if (!r->run(&err)) {  // untimed warm-up: first-touch of outputs, lazy initialisation
+        state.SkipWithError(err.c_str());
+        return;
+    }
     for (auto _ : state) {
-        if (!once(&err)) {
+        if (b.cold) {
+            state.PauseTiming();
+            flush_caches();
+            state.ResumeTiming();
+        }
+        if (!r->run(&err)) {
             state.SkipWithError(err.c_str());
             break;
         }
         benchmark::DoNotOptimize(o.dx.data());
         benchmark::ClobberMemory();
     }
-    if (!cs.isa.empty()) restore_isa();
-
-    const double bytes = 3.0 * double(in.elements) * fbngrad::ref::dtype_size(cs.dtype);
+    const double bytes = 3.0 * double(in.elements) * fbngrad::ref::dtype_size(b.cs.dtype);
     state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(bytes));
     state.counters["GB/s"] = benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// The CPU ISAs of the variant table, in dispatch order, that this CPU supports.
-std::vector<std::string> supported_isas() {
-    std::vector<std::string> out;
-    std::set<std::string> seen;
-    for (int32_t i = 0; i < fbngrad_variant_count(); ++i) {
-        const fbngrad_variant_info *v = fbngrad_variant(i);
-        if (!v || v->device != FBNGRAD_CPU || !v->supported) continue;
-        if (seen.insert(v->isa).second) out.push_back(v->isa);
+// /cold runs a fixed number of calls: Google Benchmark sizes a run by the timed time only,
+// so a 20 us call with a 5 ms flush each would otherwise run for minutes. About 0.2 s of
+// calls at a pessimistic 10 GB/s, 10 to 200 of them.
+int64_t cold_iterations(const Shape &s, fbngrad_dtype d) {
+    const double seconds = 3.0 * double(s.elements()) * fbngrad::ref::dtype_size(d) / 10e9;
+    return std::max<int64_t>(10, std::min<int64_t>(200, int64_t(std::ceil(0.2 / seconds))));
+}
+
+std::string g_sweep_names;
+
+void register_all(const std::vector<int> &thread_counts, int default_threads, bool catalogue, bool sweep) {
+    const fbngrad_dtype dtypes[] = {FBNGRAD_FLOAT32, FBNGRAD_FLOAT16, FBNGRAD_BFLOAT16};
+    const fbngrad_layout layouts[] = {FBNGRAD_NHWC, FBNGRAD_NCHW};
+    std::map<std::string, bool> said;  // "peer: reason" lines already printed
+    for (fbngrad_dtype d : dtypes)
+        for (fbngrad_layout l : layouts) {
+            std::vector<Shape> shapes;
+            if (catalogue) shapes.assign(std::begin(kShapes), std::end(kShapes));
+            if (sweep && d == FBNGRAD_FLOAT32 && l == FBNGRAD_NHWC)
+                shapes.insert(shapes.end(), std::begin(kSweepShapes), std::end(kSweepShapes));
+            for (const Shape &s : shapes)
+                for (int training = 1; training >= 0; --training) {
+                    const Case cs{d, l, training != 0, s};
+                    for (const Peer &p : g_peers) {
+                        const std::string why = p.unsupported(cs);
+                        if (!why.empty()) {
+                            const std::string line = p.name + "/" + dtype_name(d) + "/" + layout_name(l) + "/" +
+                                                     (training ? "train" : "infer") + ": " + why;
+                            if (!said[line]) std::fprintf(stderr, "fbngrad_bench: not registered: %s\n", line.c_str());
+                            said[line] = true;
+                            continue;
+                        }
+                        for (int cold = 0; cold <= 1; ++cold)
+                            for (int t : thread_counts) {
+                                std::string name = p.name + "/" + dtype_name(d) + "/" + layout_name(l) + "/" +
+                                                   (training ? "train/" : "infer/") + shape_name(s) +
+                                                   (cold ? "/cold" : "") +
+                                                   (t > 0 ? "/threads:" + std::to_string(t) : "");
+                                Bench b{name, &p, cs, cold != 0, t > 0 ? t : default_threads};
+                                auto *reg = benchmark::RegisterBenchmark(name.c_str(), bench, b)
+                                                ->UseRealTime()
+                                                ->Unit(benchmark::kMillisecond);
+                                if (cold) reg->Iterations(cold_iterations(s, d));
+                            }
+                    }
+                }
+        }
+    for (const Shape &s : kSweepShapes) g_sweep_names += (g_sweep_names.empty() ? "" : " ") + shape_name(s);
+}
+
+// --fbngrad_input_digest: the digests tf_bench.py --digest must reproduce.
+void print_digests() {
+    const Shape s{2, 5, 7, 12};
+    for (fbngrad_dtype d : {FBNGRAD_FLOAT32, FBNGRAD_FLOAT16, FBNGRAD_BFLOAT16})
+        for (fbngrad_layout l : {FBNGRAD_NHWC, FBNGRAD_NCHW})
+            std::printf("%s %s %s %s\n", dtype_name(d), layout_name(l), shape_name(s).c_str(),
+                        input_digest(get_inputs(d, l, s)).c_str());
+}
+
+std::vector<int> parse_counts(const char *list) {
+    std::vector<int> out;
+    for (const char *p = list; *p;) {
+        char *end;
+        long v = std::strtol(p, &end, 10);
+        if (end == p || v <= 0 || (*end && *end != ',')) {
+            std::fprintf(stderr, "fbngrad_bench: --fbngrad_thread_counts wants positive integers, e.g. 1,2\n");
+            std::exit(1);
+        }
+        out.push_back(int(v));
+        p = *end ? end + 1 : end;
     }
     return out;
 }
 
-void register_all() {
-    std::vector<std::string> isas = supported_isas();
-    const fbngrad_dtype dtypes[] = {FBNGRAD_FLOAT32, FBNGRAD_FLOAT16, FBNGRAD_BFLOAT16};
-    const fbngrad_layout layouts[] = {FBNGRAD_NHWC, FBNGRAD_NCHW};
-    for (fbngrad_dtype d : dtypes)
-        for (fbngrad_layout l : layouts)
-            for (const Shape &s : kShapes)
-                for (int training = 1; training >= 0; --training) {
-                    std::vector<std::pair<std::string, std::string>> impls;  // impl, isa
-                    impls.push_back({"fbngrad", ""});
-                    for (const auto &isa : isas) impls.push_back({"fbngrad-" + isa, isa});
-                    impls.push_back({"naive", ""});
-                    for (const auto &[impl, isa] : impls) {
-                        std::string name = impl + "/" + dtype_name(d) + (l == FBNGRAD_NHWC ? "/NHWC/" : "/NCHW/") +
-                                           (training ? "train/" : "infer/") + shape_name(s);
-                        Case cs{name, impl, isa, d, l, training != 0, s};
-                        benchmark::RegisterBenchmark(name.c_str(), bench, cs)
-                            ->UseRealTime()
-                            ->Unit(benchmark::kMillisecond);
-                    }
-                }
+int positive_flag(const char *name, const char *value) {
+    char *end;
+    long v = std::strtol(value, &end, 10);
+    if (end == value || *end || v <= 0) {
+        std::fprintf(stderr, "fbngrad_bench: %s wants a positive integer, got '%s'\n", name, value);
+        std::exit(1);
+    }
+    return int(v);
 }
 
 }  // namespace
+}  // namespace fbngrad_bench
 
 int main(int argc, char **argv) {
+    using namespace fbngrad_bench;
     std::vector<char *> args;
     bool has_filter = false, listing = false;
-    int threads = 0;
+    int threads = 0, bandwidth_mib = 256;
+    std::string shapes = "all";
+    std::vector<int> thread_counts;
     for (int i = 0; i < argc; ++i) {
-        if (i > 0 && std::strncmp(argv[i], "--fbngrad_threads=", 18) == 0) {
-            threads = std::atoi(argv[i] + 18);
+        const char *a = argv[i];
+        if (i > 0 && std::strncmp(a, "--fbngrad_threads=", 18) == 0) {
+            threads = positive_flag("--fbngrad_threads", a + 18);
             continue;
         }
-        if (std::strncmp(argv[i], "--benchmark_filter", 18) == 0) has_filter = true;
-        if (std::strncmp(argv[i], "--benchmark_list_tests", 22) == 0) listing = true;
+        if (i > 0 && std::strncmp(a, "--fbngrad_thread_counts=", 24) == 0) {
+            thread_counts = parse_counts(a + 24);
+            continue;
+        }
+        if (i > 0 && std::strncmp(a, "--fbngrad_bandwidth_mib=", 24) == 0) {
+            bandwidth_mib = positive_flag("--fbngrad_bandwidth_mib", a + 24);
+            continue;
+        }
+        if (i > 0 && std::strncmp(a, "--fbngrad_shapes=", 17) == 0) {
+            shapes = a + 17;
+            if (shapes != "all" && shapes != "catalogue" && shapes != "sweep") {
+                std::fprintf(stderr, "fbngrad_bench: --fbngrad_shapes wants catalogue, sweep or all, got '%s'\n",
+                             shapes.c_str());
+                return 1;
+            }
+            continue;
+        }
+        if (i > 0 && std::strcmp(a, "--fbngrad_input_digest") == 0) {
+            print_digests();
+            return 0;
+        }
+        if (std::strncmp(a, "--benchmark_filter", 18) == 0) has_filter = true;
+        if (std::strncmp(a, "--benchmark_list_tests", 22) == 0) listing = true;
         args.push_back(argv[i]);
     }
     std::string default_filter = std::string("--benchmark_filter=") + kDefaultFilter;
     if (!has_filter && !listing) {
         std::fprintf(stderr,
                      "fbngrad_bench: no --benchmark_filter given, running the default subset %s "
-                     "(--benchmark_filter=all runs every dtype and impl)\n",
+                     "(--benchmark_filter=all runs everything)\n",
                      kDefaultFilter);
         args.push_back(default_filter.data());
     }
-    if (threads > 0) fbngrad_set_num_threads(threads);
-    g_startup_isa = fbngrad_forced_isa();
+    const int default_threads = threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()));
 
     int n = int(args.size());
     args.push_back(nullptr);
     benchmark::Initialize(&n, args.data());
     if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
 
+    g_peers = all_peers();
+    std::string peers, missing;
+    for (const Peer &p : g_peers) peers += (peers.empty() ? "" : " ") + p.name;
+    for (const std::string &m : missing_peers()) {
+        std::fprintf(stderr, "fbngrad_bench: peer not built: %s\n", m.c_str());
+        missing += (missing.empty() ? "" : "; ") + m;
+    }
     benchmark::AddCustomContext("fbngrad_version", fbngrad_version());
     benchmark::AddCustomContext("fbngrad_cpu_features", fbngrad_cpu_features());
-    benchmark::AddCustomContext("fbngrad_threads", threads > 0 ? std::to_string(threads) : "default (one per core)");
-    std::string isas;
-    for (const auto &s : supported_isas()) isas += (isas.empty() ? "" : " ") + s;
-    benchmark::AddCustomContext("fbngrad_isas", isas);
+    benchmark::AddCustomContext("fbngrad_threads", std::to_string(default_threads));
+    benchmark::AddCustomContext("fbngrad_peers", peers);
+    benchmark::AddCustomContext("fbngrad_missing_peers", missing.empty() ? "none" : missing);
 
-    register_all();
+    if (thread_counts.empty()) {
+        register_bandwidth_benchmarks(default_threads, "", bandwidth_mib);
+        thread_counts.push_back(0);  // no suffix: default_threads
+    } else {
+        for (int t : thread_counts) register_bandwidth_benchmarks(t, "/threads:" + std::to_string(t), bandwidth_mib);
+    }
+    register_all(thread_counts, default_threads, shapes != "sweep", shapes != "catalogue");
+    benchmark::AddCustomContext("fbngrad_sweep_shapes", g_sweep_names);
+
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     return 0;

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""bench_table.py on hand-made Google Benchmark documents: names, medians, ratios, geometric means."""
+
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_table  # noqa: E402
+
+
+def run(name, ms, gbs=None, **extra):
+    d = {"name": name, "run_name": name, "run_type": "iteration", "real_time": ms, "time_unit": "ms"}
+    if gbs is not None:
+        d["GB/s"] = gbs
+    d.update(extra)
+    return d
+
+
+class ParseName(unittest.TestCase):
+    def test_forms(self):
+        p = bench_table.parse_name
+        self.assertEqual(p("fbngrad/float32/NHWC/train/32,56,56,64/real_time"),
+                         ("fbngrad", "float32", "NHWC", "train", "32,56,56,64", False, 0))
+        self.assertEqual(p("onednn/bfloat16/NCHW/infer/1,56,56,24/cold/threads:2/iterations:200/real_time"),
+                         ("onednn", "bfloat16", "NCHW", "infer", "1,56,56,24", True, 2))
+        self.assertEqual(p("bandwidth/copy_nt/threads:1/real_time"), ("bandwidth", "copy_nt", 1))
+        self.assertIsNone(p("something/else"))
+
+
+class Table(unittest.TestCase):
+    def render(self, *docs):
+        paths = []
+        with tempfile.TemporaryDirectory() as d:
+            for i, doc in enumerate(docs):
+                path = os.path.join(d, "%d.json" % i)
+                with open(path, "w") as f:
+                    json.dump(doc, f)
+                paths.append(path)
+            out = io.StringIO()
+            argv = sys.argv
+            sys.argv = ["bench_table.py"] + paths
+            try:
+                with contextlib.redirect_stdout(out):
+                    bench_table.main()
+            finally:
+                sys.argv = argv
+        return out.getvalue()
+
+    def test_ratios_and_geomean(self):
+        bench = {"context": {"fbngrad_threads": "2", "fbngrad_sweep_shapes": "1,12,12,64"},
+                 "benchmarks": [
+                     run("bandwidth/copy_nt/real_time", 10.0, 40.0),
+                     # Three repetitions: the median (2 ms) counts, not the mean.
+                     run("fbngrad/float32/NHWC/train/32,7,7,512/real_time", 2.0, 20.0),
+                     run("fbngrad/float32/NHWC/train/32,7,7,512/real_time", 9.0, 4.0),
+                     run("fbngrad/float32/NHWC/train/32,7,7,512/real_time", 1.0, 40.0),
+                     run("onednn/float32/NHWC/train/32,7,7,512/real_time", 8.0, 5.0),
+                     run("fbngrad/float32/NHWC/infer/32,7,7,512/real_time", 1.0, 30.0),
+                     run("aten/float32/NHWC/infer/32,7,7,512/real_time", 2.0, 15.0),
+                     run("naive/float32/NHWC/infer/32,7,7,512/real_time", 0.5, 60.0),  # not a peer
+                     run("aten/float32/NCHW/train/32,7,7,512/real_time", 1.0, error_occurred=True,
+                         error_message="disagrees"),
+                 ]}
+        tf = {"context": {"tensorflow_version": "2.21.0"},
+              "benchmarks": [run("tensorflow/float32/NHWC/train/32,7,7,512/real_time", 6.0, 6.0)]}
+        text = self.render(bench, tf)
+        rows = [line for line in text.splitlines() if line.startswith("| NHWC")]
+        self.assertEqual(len(rows), 2)
+        train = [c.strip() for c in rows[0].strip("|").split("|")]
+        # best peer of training: tensorflow (6 ms) -> 3x; fbngrad 20 GB/s of 40 GB/s copy_nt -> 50%
+        self.assertIn("tensorflow", train)
+        self.assertIn("3.00x", train)
+        self.assertIn("50%", train)
+        infer = [c.strip() for c in rows[1].strip("|").split("|")]
+        self.assertIn("aten", infer)
+        self.assertIn("2.00x", infer)
+        # geometric mean of 3x and 2x
+        self.assertIn("%.2fx (2 cases)" % (6 ** 0.5), text)
+        self.assertIn("aten/float32/NCHW/train/32,7,7,512: disagrees", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
