@@ -11,6 +11,19 @@ set(FBNGRAD_X86_ISAS
     "avx512|x86-64-linux-avx-avx2-f16c-fma-sse41-avx512-avx512_skylake|FBNGRAD_CPU"
     "avx2|x86-64-linux-avx-avx2-f16c-fma-sse41|FBNGRAD_CPU"
     "sse41|x86-64-linux-sse41|FBNGRAD_CPU")
+# AArch64: NEON with the ARMv8.2 half-precision extension (FPHP + ASIMDHP:
+# native float16 conversions), then baseline NEON, which every AArch64 CPU has.
+set(FBNGRAD_ARM_ISAS
+    "arm_fp16|arm-64-linux-arm_fp16|FBNGRAD_CPU"
+    "neon|arm-64-linux|FBNGRAD_CPU")
+# CUDA (x86-64 Linux hosts; FBNGRAD_ENABLE_CUDA below). Not a CPU ISA: the row
+# is "supported" where a CUDA device is usable (runtime/cuda_availability.cpp).
+# Halide embeds PTX, which the driver JIT-compiles for the GPU it runs on: PTX
+# for compute capability 7.0 (.target sm_70) runs on Volta and everything
+# since (Turing, Ampere, Ada, Hopper, Blackwell). The schedule needs nothing
+# newer (no bf16 or async-copy instructions: bfloat16 travels as uint16 bits).
+set(FBNGRAD_CUDA_ISAS
+    "cuda|x86-64-linux-cuda-cuda_capability_70|FBNGRAD_CUDA")
 
 # dtypes: short name | C API enum | Halide type of the tensors
 # (bfloat16 travels as uint16 bits; generators/dtype.h converts it.)
@@ -33,8 +46,32 @@ set(FBNGRAD_FEATURES strict_float user_context)
 # What this build compiles: the platform's ISA rows, and the one Halide
 # runtime every variant shares (the platform's baseline, so that it runs on
 # any CPU the dispatcher may meet).
-set(FBNGRAD_ISAS ${FBNGRAD_X86_ISAS})
-set(FBNGRAD_RUNTIME_TARGET x86-64-linux)
+# CMAKE_SYSTEM_PROCESSOR is the build's target: the toolchain file sets it to
+# aarch64 in the cross build (cmake/toolchain-aarch64-linux-gnu.cmake).
+if (CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$")
+    set(FBNGRAD_ISAS ${FBNGRAD_ARM_ISAS})
+    set(FBNGRAD_RUNTIME_TARGET arm-64-linux)
+else ()
+    set(FBNGRAD_ISAS ${FBNGRAD_X86_ISAS})
+    set(FBNGRAD_RUNTIME_TARGET x86-64-linux)
+endif ()
+
+# CUDA variants: their code generation needs no GPU and no CUDA toolkit (the
+# Halide wheel's LLVM has NVPTX), so they are built wherever the host is
+# x86-64 Linux. The shared runtime then holds Halide's CUDA module too
+# (add_halide_library USE_RUNTIME adds every variant's target to it).
+if (CMAKE_SYSTEM_NAME STREQUAL "Linux" AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+    set(_fbngrad_cuda_default ON)
+else ()
+    set(_fbngrad_cuda_default OFF)
+endif ()
+option(FBNGRAD_ENABLE_CUDA "Build the CUDA variants (x86-64 Linux; no GPU needed to build)" ${_fbngrad_cuda_default})
+if (FBNGRAD_ENABLE_CUDA)
+    list(APPEND FBNGRAD_ISAS ${FBNGRAD_CUDA_ISAS})
+endif ()
+
+# The split-phase variants of each row (reduce and apply; split_phase_variants.cmake).
+include(${CMAKE_CURRENT_LIST_DIR}/split_phase_variants.cmake)
 
 # Expands the table: defines a static library per variant, collects them in
 # ${out_libs}, and writes the X-macro file and a header that includes every
@@ -58,11 +95,22 @@ function(fbngrad_add_variants generator gen_dir runtime out_libs)
                 string(REPLACE "|" ";" layout_row "${layout_row}")
                 list(GET layout_row 0 layout)
                 list(GET layout_row 1 layout_enum)
+                # The split phase is CPU-only for now (src/split_phase_api.cpp).
+                if (device STREQUAL "FBNGRAD_CPU")
+                    fbngrad_add_split_phase_reduce()
+                endif ()
                 foreach (mode_row IN LISTS FBNGRAD_MODES)
                     string(REPLACE "|" ";" mode_row "${mode_row}")
                     list(GET mode_row 0 mode)
                     list(GET mode_row 1 training)
                     set(name "fbng_${dt}_${layout}_${mode}_${isa}")
+                    # CUDA variants also emit their PTX (Halide's device_code
+                    # output) and the statement before the GPU loops become
+                    # kernels (conceptual_stmt), which tests/cuda/ checks.
+                    set(device_outputs "")
+                    if (device STREQUAL "FBNGRAD_CUDA")
+                        set(device_outputs DEVICE_CODE ${name}_ptx CONCEPTUAL_STMT ${name}_cstmt)
+                    endif ()
                     if (training)
                         set(training_param true)
                     else ()
@@ -77,15 +125,24 @@ function(fbngrad_add_variants generator gen_dir runtime out_libs)
                         PARAMS layout=${layout} training=${training_param}
                                y_backprop.type=${hl_type} x.type=${hl_type} x_backprop.type=${hl_type}
                         STMT ${name}_stmt
-                        ASSEMBLY ${name}_asm)
+                        ASSEMBLY ${name}_asm
+                        ${device_outputs})
                     list(APPEND libs ${name})
                     string(APPEND inc "FBNGRAD_VARIANT(${name}, ${dt_enum}, ${layout_enum}, ${training}, ${isa}, ${device})\n")
                     string(APPEND hdr "#include \"${name}.h\"\n")
+                    if (device STREQUAL "FBNGRAD_CPU")
+                        fbngrad_add_split_phase_apply()
+                    else ()
+                        # name|statement|conceptual statement|PTX, for the codegen checks (tests/cuda/).
+                        set_property(GLOBAL APPEND PROPERTY FBNGRAD_CUDA_VARIANT_FILES
+                                     "${name}|${${name}_stmt}|${${name}_cstmt}|${${name}_ptx}")
+                    endif ()
                 endforeach ()
             endforeach ()
         endforeach ()
     endforeach ()
     file(CONFIGURE OUTPUT "${gen_dir}/fbngrad_variants.inc" CONTENT "${inc}" @ONLY)
     file(CONFIGURE OUTPUT "${gen_dir}/fbngrad_variant_headers.h" CONTENT "${hdr}" @ONLY)
+    fbngrad_write_split_phase_manifests()
     set(${out_libs} ${libs} PARENT_SCOPE)
 endfunction ()

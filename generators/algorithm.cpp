@@ -6,21 +6,18 @@ using namespace Halide;
 
 namespace fbng {
 
-void define_algorithm(BnGradFuncs &f, const BnGradInputs &in, Func x_backprop, Func scale_backprop,
-                      Func offset_backprop) {
+void define_loads(BnGradFuncs &f, const BnGradInputs &in) {
     const Var &c = f.c, &s = f.s, &n = f.n;
-    auto at = [&](const Func &t, Expr cc, Expr ss, Expr nn) {
-        return f.layout == Layout::NHWC ? t(cc, ss, nn) : t(ss, cc, nn);
-    };
+    auto at = [&](const Func &t) { return f.layout == Layout::NHWC ? t(c, s, n) : t(s, c, n); };
+    f.S = in.S;
 
     // Cast to float32 right at the load; all arithmetic below is float32.
-    f.dy(c, s, n) = load_as_f32(at(in.y_backprop, c, s, n));
-    f.xc(c, s, n) = load_as_f32(at(in.x, c, s, n)) - in.mean(c);
+    f.dy(c, s, n) = load_as_f32(at(in.y_backprop));
+    f.xc(c, s, n) = load_as_f32(at(in.x)) - in.mean(c);
+}
 
-    // An exact sqrt and an exact division (strict_float keeps them IEEE).
-    Expr rs2 = in.reserve_space_2(c);
-    f.inv(c) = select(in.rs2_is_inverse_std, rs2, 1.0f / sqrt(rs2 + in.epsilon));
-
+void define_local_sums(BnGradFuncs &f, const BnGradInputs &in) {
+    const Var &c = f.c, &n = f.n;
     // Two-level sums, (c, n) over s, then c over n: a fixed order that schedules
     // may split into fixed-size blocks (rfactor) but never reorder by thread count.
     f.rs = RDom(0, in.S, "rs");
@@ -32,6 +29,19 @@ void define_algorithm(BnGradFuncs &f, const BnGradInputs &in, Func x_backprop, F
     }
     f.sums(c) = Tuple(0.0f, 0.0f);
     f.sums(c) = Tuple(f.sums(c)[0] + f.partial(c, f.rn)[0], f.sums(c)[1] + f.partial(c, f.rn)[1]);
+}
+
+void define_given_sums(BnGradFuncs &f, const BnGradInputs &in) {
+    f.sums(f.c) = Tuple(in.sum_dy(f.c), in.sum_dyxc(f.c));
+}
+
+void define_outputs(BnGradFuncs &f, const BnGradInputs &in, Func x_backprop, Func scale_backprop,
+                    Func offset_backprop) {
+    const Var &c = f.c, &s = f.s, &n = f.n;
+
+    // An exact sqrt and an exact division (strict_float keeps them IEEE).
+    Expr rs2 = in.reserve_space_2(c);
+    f.inv(c) = select(in.rs2_is_inverse_std, rs2, 1.0f / sqrt(rs2 + in.epsilon));
 
     Expr sum_dy = f.sums(c)[0], sum_dyxc = f.sums(c)[1];
     Expr inv = f.inv(c);
@@ -40,8 +50,9 @@ void define_algorithm(BnGradFuncs &f, const BnGradInputs &in, Func x_backprop, F
 
     std::vector<Var> d = f.dims();
     if (f.training) {
-        // x_backprop = scale*inv * ((dy - sum_dy/M) - xc * (inv*inv * sum_dyxc/M))
-        Expr M = cast<float>(in.S) * cast<float>(in.N);
+        // x_backprop = scale*inv * ((dy - sum_dy/M) - xc * (inv*inv * sum_dyxc/M)).
+        // M is rounded to float32 once, from the exact int64 count.
+        Expr M = cast<float>(in.count);
         f.coef(c) = Tuple(in.scale(c) * inv, sum_dy / M, (inv * inv) * (sum_dyxc / M));
         Expr v = f.coef(c)[0] * ((f.dy(c, s, n) - f.coef(c)[1]) - f.xc(c, s, n) * f.coef(c)[2]);
         x_backprop(d) = store_from_f32(v, in.out_type);
@@ -50,6 +61,13 @@ void define_algorithm(BnGradFuncs &f, const BnGradInputs &in, Func x_backprop, F
         f.coef(c) = in.scale(c) * inv;
         x_backprop(d) = store_from_f32(f.dy(c, s, n) * f.coef(c), in.out_type);
     }
+}
+
+void define_algorithm(BnGradFuncs &f, const BnGradInputs &in, Func x_backprop, Func scale_backprop,
+                      Func offset_backprop) {
+    define_loads(f, in);
+    define_local_sums(f, in);
+    define_outputs(f, in, x_backprop, scale_backprop, offset_backprop);
 }
 
 }  // namespace fbng

@@ -24,7 +24,21 @@ inline Halide::Expr store_from_f32(Halide::Expr v, Halide::Type t) {
         Expr rounded = (b + 0x7fff + ((b >> 16) & 1)) >> 16;
         return cast<uint16_t>(select(is_nan, (b >> 16) | 0x0040, rounded));
     }
-    return cast(t, v);  // float16: Halide's conversion rounds to nearest even
+    if (t == Float(16)) {
+        // Halide's conversion rounds to nearest even. Where the target has no
+        // native conversion (x86 without F16C: sse41; AArch64 without FP16:
+        // neon), Halide 21 emulates it with integer ops that test for
+        // "too big" before "NaN" (src/EmulateFloat16Math.cpp), turning every
+        // NaN into infinity. So NaN is mapped here, as the hardware does: the
+        // sign and the top 10 payload bits kept, the quiet bit set. Native
+        // and emulated variants then give the same bits.
+        Expr b = reinterpret<uint32_t>(v);
+        Expr nan16 = cast<uint16_t>(((b >> 16) & 0x8000) | 0x7e00 | ((b >> 13) & 0x03ff));
+        // (The choice is made on the bits: a float16 select could itself be emulated.)
+        Expr h = reinterpret<uint16_t>(cast(t, v));
+        return reinterpret(Float(16), select((b & 0x7fffffff) > 0x7f800000, nan16, h));
+    }
+    return cast(t, v);
 }
 
 }  // namespace fbng

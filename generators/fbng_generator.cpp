@@ -4,6 +4,7 @@
 // x_backprop.type params (float32, float16, or uint16 holding bfloat16 bits).
 #include "Halide.h"
 #include "algorithm.h"
+#include "interface.h"
 #include "schedule.h"
 
 using namespace Halide;
@@ -36,8 +37,7 @@ public:
         f.layout = layout;
         f.training = training;
 
-        const int c_dim = (f.layout == Layout::NHWC) ? 0 : 1;
-        const int s_dim = 1 - c_dim;
+        const int c_dim = channel_dim(f.layout);
         BnGradInputs in;
         in.y_backprop = y_backprop;
         in.x = x;
@@ -46,27 +46,23 @@ public:
         in.reserve_space_2 = reserve_space_2;
         in.epsilon = epsilon;
         in.rs2_is_inverse_std = rs2_is_inverse_std;
-        in.S = y_backprop.dim(s_dim).extent();
+        in.S = y_backprop.dim(spatial_dim(f.layout)).extent();
         in.N = y_backprop.dim(2).extent();
+        in.count = cast<int64_t>(in.S) * cast<int64_t>(in.N);
         in.out_type = x_backprop.type();
 
         Func xb = x_backprop, sb = scale_backprop, ob = offset_backprop;
         define_algorithm(f, in, xb, sb, ob);
 
-        // The dispatcher passes dense tensors starting at 0; saying so lets
-        // Halide drop stride arithmetic and emit plain vector loads.
+        // The constraints every fbngrad pipeline shares (interface.h).
         Expr C = y_backprop.dim(c_dim).extent();
-        for (auto *b : {&y_backprop, &x}) {
-            b->dim(0).set_min(0).set_stride(1);
-            for (int d = 1; d < 3; ++d) b->dim(d).set_min(0);
-        }
-        for (int d = 0; d < 3; ++d) {
-            x.dim(d).set_extent(y_backprop.dim(d).extent());
-            x_backprop.dim(d).set_min(0).set_extent(y_backprop.dim(d).extent());
-        }
-        x_backprop.dim(0).set_stride(1);
-        for (auto *b : {&scale, &reserve_space_1, &reserve_space_2}) b->dim(0).set_min(0).set_extent(C).set_stride(1);
-        for (auto *b : {&scale_backprop, &offset_backprop}) b->dim(0).set_min(0).set_extent(C).set_stride(1);
+        require_dense_from_zero(y_backprop);
+        require_dense_from_zero(x);
+        require_dense_from_zero(x_backprop);
+        require_extents_of(x, y_backprop);
+        require_extents_of(x_backprop, y_backprop);
+        for (auto *b : {&scale, &reserve_space_1, &reserve_space_2}) require_channel_vector(*b, C);
+        for (auto *b : {&scale_backprop, &offset_backprop}) require_channel_vector(*b, C);
 
         set_estimates(f.layout);
 
@@ -75,27 +71,18 @@ public:
         k.vector_multiple = vector_multiple;
         k.rows_per_block = rows_per_block;
         k.rows_per_task = rows_per_task;
-        if (!using_autoscheduler()) {
-            if (get_target().arch == Target::X86) {
-                schedule_x86(f, out, get_target(), k);
-            } else {
-                throw CompileError("fbngrad has no schedule for target " + get_target().to_string());
-            }
-        }
+        if (!using_autoscheduler()) schedule_for_target(f, out, get_target(), k);
     }
 
 private:
-    // A ResNet-50 stage (N=32, 56x56, C=64): what autoschedulers tune for.
     void set_estimates(Layout l) {
-        const int C = 64, S_nhwc = 32 * 56 * 56, S_nchw = 56 * 56, N_nchw = 32;
-        Region r = (l == Layout::NHWC) ? Region{{0, C}, {0, S_nhwc}, {0, 1}}
-                                       : Region{{0, S_nchw}, {0, C}, {0, N_nchw}};
+        const Region r = tensor_estimate(l), channels = channel_estimate();
         y_backprop.set_estimates(r);
         x.set_estimates(r);
         x_backprop.set_estimates(r);
-        for (auto *b : {&scale, &reserve_space_1, &reserve_space_2}) b->set_estimates({{0, C}});
-        scale_backprop.set_estimates({{0, C}});
-        offset_backprop.set_estimates({{0, C}});
+        for (auto *b : {&scale, &reserve_space_1, &reserve_space_2}) b->set_estimates(channels);
+        scale_backprop.set_estimates(channels);
+        offset_backprop.set_estimates(channels);
         epsilon.set_estimate(0.0001f);
         rs2_is_inverse_std.set_estimate(false);
     }

@@ -1,5 +1,9 @@
 // One schedule entry point per target family. Each schedules the Funcs that
-// define_algorithm() built, and nothing else: the algorithm stays in algorithm.cpp.
+// algorithm.cpp built, and nothing else: the algorithm stays in algorithm.cpp.
+// A pipeline may hold only part of the op (BnGradFuncs::phase: the split-phase
+// generators): an entry point schedules the reductions only when
+// f.computes_sums() and the outputs only when f.computes_outputs(), the same
+// way in every phase, so that a split-phase result has the fused result's bits.
 #pragma once
 
 #include "algorithm.h"
@@ -15,9 +19,17 @@ struct Knobs {
 };
 
 struct BnGradOutputs {
-    Halide::Func x_backprop, scale_backprop, offset_backprop;
+    Halide::Func x_backprop, scale_backprop, offset_backprop;  // Fused and Apply
+    Halide::Func sum_dy, sum_dyxc;                             // Reduce: copies of f.sums
 };
 
+// Calls the entry point for the target (the one place that maps targets to
+// schedule files; every generator uses it).
+void schedule_for_target(BnGradFuncs &f, BnGradOutputs &out, const Halide::Target &t, const Knobs &k);
+
 void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Halide::Target &t, const Knobs &k);
+void schedule_arm(BnGradFuncs &f, BnGradOutputs &out, const Halide::Target &t, const Knobs &k);
+// CUDA (any target with the cuda feature); the CPU knobs do not apply.
+void schedule_cuda(BnGradFuncs &f, BnGradOutputs &out, const Halide::Target &t);
 
 }  // namespace fbng

@@ -20,48 +20,66 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
     Var &c = f.c, &s = f.s, &n = f.n;
 
     // Per-channel values: tiny, computed once before the big loops.
-    f.inv.compute_root().vectorize(c, vec, guard);
-    f.sums.compute_root().vectorize(c, vec, guard);
-    f.sums.update().vectorize(c, vec, guard);
-    f.coef.compute_root().vectorize(c, vec, guard);
-    out.scale_backprop.vectorize(c, vec, guard);
-    out.offset_backprop.vectorize(c, vec, guard);
+    if (f.computes_sums()) {
+        f.sums.compute_root().vectorize(c, vec, guard);
+        f.sums.update().vectorize(c, vec, guard);
+    }
+    if (f.phase == Phase::Reduce) {
+        out.sum_dy.vectorize(c, vec, guard);
+        out.sum_dyxc.vectorize(c, vec, guard);
+    }
+    if (f.computes_outputs()) {
+        f.inv.compute_root().vectorize(c, vec, guard);
+        f.coef.compute_root().vectorize(c, vec, guard);
+        out.scale_backprop.vectorize(c, vec, guard);
+        out.offset_backprop.vectorize(c, vec, guard);
+    }
 
     if (f.layout == Layout::NHWC) {
-        // Sums over rows s: blocks of rows_per_block rows summed in parallel,
-        // each row a run of C contiguous channels (vector lanes = channels).
-        RVar rso("rso"), rsi("rsi");
-        Var u("u");
-        f.partial.update().split(f.rs.x, rso, rsi, rows_per_block);
-        Func block = f.partial.update().rfactor(rso, u);
-        block.compute_root().vectorize(c, vec, guard);
-        block.update().reorder(c, rsi, u, n).vectorize(c, vec, guard).parallel(u);
+        if (f.computes_sums()) {
+            // Sums over rows s: blocks of rows_per_block rows summed in parallel,
+            // each row a run of C contiguous channels (vector lanes = channels).
+            RVar rso("rso"), rsi("rsi");
+            Var u("u");
+            f.partial.update().split(f.rs.x, rso, rsi, rows_per_block);
+            Func block = f.partial.update().rfactor(rso, u);
+            block.compute_root().vectorize(c, vec, guard);
+            block.update().reorder(c, rsi, u, n).vectorize(c, vec, guard).parallel(u);
 
-        f.partial.compute_root().vectorize(c, vec, guard);
-        f.partial.update().reorder(c, rso, n).vectorize(c, vec, guard);
-
-        // x_backprop: parallel over blocks of rows, vectorized over channels.
-        Var so("so"), si("si");
-        out.x_backprop.split(s, so, si, rows_per_task, TailStrategy::GuardWithIf)
-            .reorder(c, si, so, n)
-            .vectorize(c, vec, guard)
-            .parallel(so);
+            f.partial.compute_root().vectorize(c, vec, guard);
+            f.partial.update().reorder(c, rso, n).vectorize(c, vec, guard);
+        }
+        if (f.computes_outputs()) {
+            // x_backprop: parallel over blocks of rows, vectorized over channels.
+            Var so("so"), si("si");
+            out.x_backprop.split(s, so, si, rows_per_task, TailStrategy::GuardWithIf)
+                .reorder(c, si, so, n)
+                .vectorize(c, vec, guard)
+                .parallel(so);
+        }
     } else {
-        // NCHW: each (c, n) plane is contiguous; sum it with vector lanes along
-        // s (rfactor into `lanes`), then add the lanes. (c, n) planes are the
-        // parallel tasks.
-        RVar rso("rso"), rsi("rsi");
-        Var v("v");
-        f.partial.update().split(f.rs.x, rso, rsi, vec);
-        Func lanes = f.partial.update().rfactor(rsi, v);
+        // Small planes (7x7 = 49 elements) would make one tiny task each: group
+        // planes so that a task covers at least ~16K elements.
+        Var cn("cn"), cno("cno"), cni("cni");
+        Expr planes_per_task = max(1, 16384 / max(f.S, 1));
+        if (f.computes_sums()) {
+            // NCHW: each (c, n) plane is contiguous; sum it with vector lanes along
+            // s (rfactor into `lanes`), then add the lanes. (c, n) planes are the
+            // parallel tasks.
+            RVar rso("rso"), rsi("rsi");
+            Var v("v");
+            f.partial.update().split(f.rs.x, rso, rsi, vec);
+            Func lanes = f.partial.update().rfactor(rsi, v);
 
-        Var cn("cn");
-        f.partial.compute_root();
-        f.partial.update().reorder(rsi, c, n).fuse(c, n, cn).parallel(cn);
-        lanes.compute_at(f.partial, cn).vectorize(v);
-        lanes.update().reorder(v, rso).vectorize(v);
-
-        out.x_backprop.fuse(c, n, cn).parallel(cn).vectorize(s, vec, guard);
+            f.partial.compute_root();
+            f.partial.update().reorder(rsi, c, n).fuse(c, n, cn).split(cn, cno, cni, planes_per_task, guard)
+                .parallel(cno);
+            lanes.compute_at(f.partial, cni).vectorize(v);
+            lanes.update().reorder(v, rso).vectorize(v);
+        }
+        if (f.computes_outputs())
+            out.x_backprop.fuse(c, n, cn).split(cn, cno, cni, planes_per_task, guard).parallel(cno)
+                .vectorize(s, vec, guard);
     }
 }
 

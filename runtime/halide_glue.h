@@ -10,6 +10,10 @@ namespace fbngrad::runtime {
 // default handler calls abort()).
 struct CallContext {
     std::string error;
+    // CUDA calls only: the context and stream this call's kernels use
+    // (cuda_context.h fills them in when the call starts).
+    void *cuda_context = nullptr;
+    void *cuda_stream = nullptr;
 };
 
 // Installs fbngrad's Halide error and print handlers; idempotent, thread-safe.

@@ -4,64 +4,15 @@
 #include <cstring>
 #include <string>
 
+#include "cuda_availability.h"
+#include "cuda_context.h"
 #include "dispatch.h"
 #include "fbngrad/fbngrad.h"
 #include "halide_glue.h"
+#include "kernel_args.h"
 #include "validate.h"
 
 using namespace fbngrad;
-
-namespace {
-
-fbngrad_code set_status(fbngrad_status *status, fbngrad_code code, const std::string &msg) {
-    if (status) {
-        status->code = code;
-        size_t n = std::min(msg.size(), size_t(FBNGRAD_MESSAGE_CAPACITY - 1));
-        std::memcpy(status->message, msg.data(), n);
-        status->message[n] = '\0';
-    }
-    return code;
-}
-
-halide_type_t halide_type(fbngrad_dtype d) {
-    switch (d) {
-    case FBNGRAD_FLOAT16: return halide_type_t(halide_type_float, 16);
-    case FBNGRAD_BFLOAT16: return halide_type_t(halide_type_uint, 16);  // raw bits; see generators/dtype.h
-    default: return halide_type_t(halide_type_float, 32);
-    }
-}
-
-// The kernels' 3-D view (see generators/algorithm.h): NHWC as (c, s*n, 1), NCHW as (s, c, n).
-struct Tensor3 {
-    halide_dimension_t dim[3];
-    halide_buffer_t buf;
-    Tensor3(void *data, halide_type_t type, const CheckedProblem &p) : dim{}, buf{} {
-        const int32_t C = int32_t(p.C), S = int32_t(p.S), N = int32_t(p.N);
-        if (p.layout == FBNGRAD_NHWC) {
-            dim[0] = halide_dimension_t(0, C, 1);
-            dim[1] = halide_dimension_t(0, S * N, C);
-            dim[2] = halide_dimension_t(0, 1, S * N * C);
-        } else {
-            dim[0] = halide_dimension_t(0, S, 1);
-            dim[1] = halide_dimension_t(0, C, S);
-            dim[2] = halide_dimension_t(0, N, S * C);
-        }
-        init(data, type, 3);
-    }
-    Tensor3(void *data, int32_t C) : dim{}, buf{} {
-        dim[0] = halide_dimension_t(0, C, 1);
-        init(data, halide_type_t(halide_type_float, 32), 1);
-    }
-    void init(void *data, halide_type_t type, int dims) {
-        buf.host = static_cast<uint8_t *>(data);
-        buf.type = type;
-        buf.dimensions = dims;
-        buf.dim = dim;
-    }
-    Tensor3(const Tensor3 &) = delete;
-};
-
-}  // namespace
 
 extern "C" {
 
@@ -101,8 +52,26 @@ fbngrad_code fbngrad_fused_batch_norm_grad_v2(const fbngrad_tensor *y_backprop, 
                                      scale_backprop, offset_backprop, &p, &msg);
         if (code != FBNGRAD_OK) return set_status(status, code, msg);
 
+        // CUDA tensors: the caller's device pointers, used in place, in the
+        // call's context and stream (runtime/cuda_context.h).
+        const bool on_cuda = p.device == FBNGRAD_CUDA;
+        runtime::CallContext ctx;
+        if (on_cuda) {
+            if (!runtime::cuda_available()) return set_status(status, FBNGRAD_UNAVAILABLE, runtime::kNoCudaDevice);
+            if (!runtime::prepare_cuda_call(&ctx, &msg))
+                return set_status(status, FBNGRAD_INTERNAL, "no CUDA context for the call: " + msg);
+        }
+
         // TensorFlow returns before choosing a kernel when x is empty.
         if (p.elements == 0) {
+            if (on_cuda) {
+                for (fbngrad_tensor *t : {scale_backprop, offset_backprop}) {
+                    if (p.C == 0) break;
+                    std::string err = runtime::zero_device_floats(ctx, t->data, size_t(p.C));
+                    if (!err.empty()) return set_status(status, FBNGRAD_INTERNAL, err);
+                }
+                return set_status(status, FBNGRAD_OK, "");
+            }
             std::fill_n(static_cast<float *>(scale_backprop->data), p.C, 0.0f);
             std::fill_n(static_cast<float *>(offset_backprop->data), p.C, 0.0f);
             return set_status(status, FBNGRAD_OK, "");
@@ -117,7 +86,8 @@ fbngrad_code fbngrad_fused_batch_norm_grad_v2(const fbngrad_tensor *y_backprop, 
         Tensor3 dy(y_backprop->data, T, p), xx(x->data, T, p), xb(x_backprop->data, T, p);
         Tensor3 sc(scale->data, C), mean(reserve_space_1->data, C), rs2(reserve_space_2->data, C);
         Tensor3 sb(scale_backprop->data, C), ob(offset_backprop->data, C);
-        runtime::CallContext ctx;
+        if (on_cuda)
+            for (Tensor3 *t : {&dy, &xx, &xb, &sc, &mean, &rs2, &sb, &ob}) runtime::make_device_buffer(&t->buf);
         int rc = v->fn(&ctx, &dy.buf, &xx.buf, &sc.buf, &mean.buf, &rs2.buf, a.epsilon,
                        a.reserve_space_2_is == FBNGRAD_RS2_INVERSE_STD, &xb.buf, &sb.buf, &ob.buf);
         if (rc != 0)
@@ -141,6 +111,10 @@ const fbngrad_variant_info *fbngrad_variant(int32_t i) {
 
 const fbngrad_variant_info *fbngrad_selected_variant(fbngrad_dtype dtype, fbngrad_layout layout,
                                                      int32_t is_training, fbngrad_device device) {
+    // A C caller may pass any int (validate.h, enum_bits): values outside the enums have no variant.
+    if (!valid_dtype(enum_bits(dtype)) || !valid_layout(enum_bits(layout)) ||
+        (enum_bits(device) != FBNGRAD_CPU && enum_bits(device) != FBNGRAD_CUDA))
+        return nullptr;
     std::string why;
     const Variant *v = select_variant(dtype, layout, is_training != 0, device, &why);
     return v ? &v->info : nullptr;
@@ -160,6 +134,12 @@ const char *fbngrad_cpu_features(void) {
 }
 
 int32_t fbngrad_set_num_threads(int32_t n) { return runtime::set_num_threads(n); }
+
+int32_t fbngrad_cuda_available(void) { return runtime::cuda_available() ? 1 : 0; }
+
+const char *fbngrad_cuda_unavailable_reason(void) { return runtime::cuda_unavailable_reason().c_str(); }
+
+void fbngrad_set_cuda_context(void *cu_context, void *cu_stream) { runtime::set_cuda_context(cu_context, cu_stream); }
 
 #define FBNGRAD_STR2(x) #x
 #define FBNGRAD_STR(x) FBNGRAD_STR2(x)

@@ -38,7 +38,7 @@ bool set_forced(const std::string &name, std::string *msg) {
     }
     Isa isa;
     if (!parse_isa(name, &isa)) {
-        *msg = "unknown ISA \"" + name + "\"; fbngrad knows sse41, avx2, avx512";
+        *msg = "unknown ISA \"" + name + "\"; fbngrad knows " + platform_isa_names();
         return false;
     }
     if (!cpu_has(isa)) {
@@ -88,7 +88,9 @@ const Variant *select_variant(fbngrad_dtype dtype, fbngrad_layout layout, bool i
     for (const Variant &v : table()) {
         const fbngrad_variant_info &i = v.info;
         if (i.dtype != dtype || i.layout != layout || (i.is_training != 0) != is_training || i.device != device) continue;
-        if (forced >= 0 ? int(v.isa) == forced : cpu_has(v.isa)) return &v;
+        // A forced ISA restricts the CPU variants only; a CUDA variant needs a device.
+        const bool forced_cpu = forced >= 0 && i.device == FBNGRAD_CPU;
+        if (forced_cpu ? int(v.isa) == forced : cpu_has(v.isa)) return &v;
     }
     *why = "no compiled variant of fbngrad can run this problem on this machine";
     return nullptr;

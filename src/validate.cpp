@@ -3,14 +3,13 @@
 #include <cmath>
 
 namespace fbngrad {
-namespace {
 
-bool valid_dtype(fbngrad_dtype d) { return d == FBNGRAD_FLOAT32 || d == FBNGRAD_FLOAT16 || d == FBNGRAD_BFLOAT16; }
-bool valid_layout(fbngrad_layout l) { return l == FBNGRAD_NHWC || l == FBNGRAD_NCHW; }
+bool valid_dtype(int32_t d) { return d == FBNGRAD_FLOAT32 || d == FBNGRAD_FLOAT16 || d == FBNGRAD_BFLOAT16; }
+bool valid_layout(int32_t l) { return l == FBNGRAD_NHWC || l == FBNGRAD_NCHW; }
 
 int64_t num_elements(const fbngrad_tensor &t) {
     int64_t e = 1;
-    for (int d = 0; d < t.rank; ++d) e *= t.shape[d];  // dims were checked to be >= 0 and small enough
+    for (int d = 0; d < t.rank; ++d) e *= t.shape[d];  // check_view: cannot overflow
     return e;
 }
 
@@ -20,6 +19,57 @@ bool same_shape(const fbngrad_tensor &a, const fbngrad_tensor &b) {
         if (a.shape[d] != b.shape[d]) return false;
     return true;
 }
+
+fbngrad_code check_view(const fbngrad_tensor &t, const char *name, std::string *msg) {
+    if (t.rank < 0 || t.rank > FBNGRAD_MAX_RANK) {
+        *msg = std::string(name) + " has rank " + std::to_string(t.rank) +
+               "; fbngrad tensor views hold 0 to 8 dimensions";
+        return FBNGRAD_INVALID_ARGUMENT;
+    }
+    // The product of the non-zero dimensions must fit the kernels' 32-bit
+    // extents, in an empty tensor too: the merged N, S and C (and N*S) that
+    // validate() and the kernel views compute are products of some of them.
+    // (An earlier rule multiplied the zeros in, so [2^62,4,0,1] passed and
+    // overflowed int64 in num_elements: found by the fuzzer, tests/fuzz.)
+    // Saturating, so that nothing here overflows int64 either.
+    int64_t e = 1;
+    bool empty = false;
+    for (int d = 0; d < t.rank; ++d) {
+        if (t.shape[d] < 0) {
+            *msg = std::string(name) + " has a negative dimension: " + shape_string(t);
+            return FBNGRAD_INVALID_ARGUMENT;
+        }
+        if (t.shape[d] == 0) empty = true;
+        else if (e > kMaxElements / t.shape[d]) e = kMaxElements + 1;
+        else e *= t.shape[d];
+    }
+    if (e > kMaxElements) {
+        *msg = std::string(name) + " has shape " + shape_string(t) +
+               (empty ? ": dimensions whose product (zeros left out) exceeds " + std::to_string(kMaxElements) +
+                            " are not supported, even in an empty tensor (the kernels index with 32-bit integers)"
+                      : ": tensors of more than " + std::to_string(kMaxElements) +
+                            " elements are not supported (the kernels index with 32-bit integers)");
+        return FBNGRAD_UNIMPLEMENTED;
+    }
+    return FBNGRAD_OK;
+}
+
+fbngrad_code check_kernel_limits(const fbngrad_tensor &x, std::string *msg) {
+    const bool nhwc = x.layout == FBNGRAD_NHWC;
+    const int64_t C = x.shape[nhwc ? x.rank - 1 : 1];
+    const int64_t planes = nhwc ? C : C * x.shape[0];  // no overflow: check_view
+    if (planes <= kMaxPlanes) return FBNGRAD_OK;
+    *msg = "x has shape " + shape_string(x) +
+           (nhwc ? ": more than " + std::to_string(kMaxPlanes) +
+                       " channels are not supported (the kernels keep float32 partial sums per channel, and Halide "
+                       "caps a buffer at 2^31-1 bytes)"
+                 : ": NCHW tensors with N*C over " + std::to_string(kMaxPlanes) +
+                       " are not supported (the kernels keep float32 partial sums per (n, c) plane, and Halide caps "
+                       "a buffer at 2^31-1 bytes)");
+    return FBNGRAD_UNIMPLEMENTED;
+}
+
+namespace {
 
 struct Checker {
     std::string *msg;
@@ -49,7 +99,7 @@ const char *dtype_name(fbngrad_dtype d) {
     return "unknown dtype";
 }
 
-const char *layout_name(fbngrad_layout l, int rank) {
+const char *layout_name(int32_t l, int rank) {
     if (l == FBNGRAD_NHWC) return rank == 5 ? "NDHWC" : "NHWC";
     if (l == FBNGRAD_NCHW) return rank == 5 ? "NCDHW" : "NCHW";
     return "unknown";
@@ -72,58 +122,42 @@ fbngrad_code validate(const fbngrad_tensor *y_backprop, const fbngrad_tensor *x,
     for (int i = 0; i < 3; ++i)
         if (!outputs[i]) return ck.fail(FBNGRAD_INVALID_ARGUMENT, std::string(output_names[i]) + " is NULL");
     for (int i = 0; i < 8; ++i) {
-        const fbngrad_tensor &t = i < 5 ? *inputs[i] : *outputs[i - 5];
         const char *name = i < 5 ? input_names[i] : output_names[i - 5];
-        if (t.rank < 0 || t.rank > FBNGRAD_MAX_RANK)
-            return ck.fail(FBNGRAD_INVALID_ARGUMENT, std::string(name) + " has rank " + std::to_string(t.rank) +
-                                                         "; fbngrad tensor views hold 0 to 8 dimensions");
-        int64_t e = 1;
-        for (int d = 0; d < t.rank; ++d) {
-            if (t.shape[d] < 0)
-                return ck.fail(FBNGRAD_INVALID_ARGUMENT,
-                               std::string(name) + " has a negative dimension: " + shape_string(t));
-            // Dims are checked one by one so that the product below cannot overflow int64.
-            if (t.shape[d] > kMaxElements || (t.shape[d] > 0 && e > kMaxElements / t.shape[d]))
-                e = kMaxElements + 1;
-            else
-                e *= t.shape[d];
-        }
-        if (e > kMaxElements && e != 0)
-            return ck.fail(FBNGRAD_UNIMPLEMENTED, std::string(name) + " has shape " + shape_string(t) +
-                                                      ": tensors of more than 2147483647 elements are not supported "
-                                                      "(the kernels index with 32-bit integers)");
+        fbngrad_code code = check_view(i < 5 ? *inputs[i] : *outputs[i - 5], name, msg);
+        if (code != FBNGRAD_OK) return code;
     }
 
     // Construction-time checks in TensorFlow: attrs and dtypes. Every epsilon
     // is valid: NaN and Inf propagate, as in TensorFlow.
-    if (!valid_layout(x->layout)) return ck.fail(FBNGRAD_INVALID_ARGUMENT, "Invalid data format");
-    if (attrs.reserve_space_2_is != FBNGRAD_RS2_VARIANCE && attrs.reserve_space_2_is != FBNGRAD_RS2_INVERSE_STD)
+    if (!valid_layout(enum_bits(x->layout))) return ck.fail(FBNGRAD_INVALID_ARGUMENT, "Invalid data format");
+    if (enum_bits(attrs.reserve_space_2_is) != FBNGRAD_RS2_VARIANCE &&
+        enum_bits(attrs.reserve_space_2_is) != FBNGRAD_RS2_INVERSE_STD)
         return ck.fail(FBNGRAD_INVALID_ARGUMENT, "reserve_space_2_is must be variance or inverse_std");
-    if (!valid_dtype(y_backprop->dtype))
+    if (!valid_dtype(enum_bits(y_backprop->dtype)))
         return ck.fail(FBNGRAD_INVALID_ARGUMENT,
-                       "Value for attr 'T' of dtype " + std::to_string(int(y_backprop->dtype)) +
+                       "Value for attr 'T' of dtype " + std::to_string(enum_bits(y_backprop->dtype)) +
                            " is not in the list of allowed values: half, bfloat16, float");
     const fbngrad_dtype T = y_backprop->dtype;
     for (int i = 1; i < 5; ++i) {
         fbngrad_dtype want = i == 1 ? T : FBNGRAD_FLOAT32;
-        if (inputs[i]->dtype != want)
+        if (enum_bits(inputs[i]->dtype) != want)
             return ck.fail(FBNGRAD_INVALID_ARGUMENT,
                            "cannot compute FusedBatchNormGradV2 as input #" + std::to_string(i) +
                                "(zero-based) was expected to be a " + dtype_name(want) + " tensor but is a " +
-                               (valid_dtype(inputs[i]->dtype) ? dtype_name(inputs[i]->dtype) : "unknown") +
+                               (valid_dtype(enum_bits(inputs[i]->dtype)) ? dtype_name(inputs[i]->dtype) : "unknown") +
                                " tensor");
     }
-    if (y_backprop->layout != x->layout)
+    if (enum_bits(y_backprop->layout) != x->layout)
         return ck.fail(FBNGRAD_INVALID_ARGUMENT, std::string("y_backprop and x must have the same data format, got ") +
-                                                     layout_name(y_backprop->layout, y_backprop->rank) + " and " +
+                                                     layout_name(enum_bits(y_backprop->layout), y_backprop->rank) + " and " +
                                                      layout_name(x->layout, x->rank));
-    const fbngrad_device device = x->device;
+    const int32_t device = enum_bits(x->device);
     for (int i = 0; i < 8; ++i) {
         const fbngrad_tensor &t = i < 5 ? *inputs[i] : *outputs[i - 5];
-        if (t.device != FBNGRAD_CPU && t.device != FBNGRAD_CUDA)
+        if (enum_bits(t.device) != FBNGRAD_CPU && enum_bits(t.device) != FBNGRAD_CUDA)
             return ck.fail(FBNGRAD_INVALID_ARGUMENT, std::string(i < 5 ? input_names[i] : output_names[i - 5]) +
                                                          " has an unknown device");
-        if (t.device != device)
+        if (enum_bits(t.device) != device)
             return ck.fail(FBNGRAD_INVALID_ARGUMENT, "all tensors must be on the same device, but x and " +
                                                          std::string(i < 5 ? input_names[i] : output_names[i - 5]) +
                                                          " are not");
@@ -157,20 +191,23 @@ fbngrad_code validate(const fbngrad_tensor *y_backprop, const fbngrad_tensor *x,
                                                          std::to_string(n) + " and " + std::to_string(C));
     }
 
+    // What the kernels cannot hold (TensorFlow has no such limit).
+    if (fbngrad_code code = check_kernel_limits(*x, msg); code != FBNGRAD_OK) return code;
+
     // The caller-allocated outputs (TensorFlow allocates them itself).
-    if (x_backprop->dtype != T || !same_shape(*x_backprop, *x) || x_backprop->layout != x->layout)
+    if (enum_bits(x_backprop->dtype) != T || !same_shape(*x_backprop, *x) || enum_bits(x_backprop->layout) != x->layout)
         return ck.fail(FBNGRAD_INVALID_ARGUMENT,
                        std::string("x_backprop must have the dtype, shape and data format of x (") + dtype_name(T) +
                            " " + shape_string(*x) + " " + layout_name(x->layout, rank) + "), got " +
-                           (valid_dtype(x_backprop->dtype) ? dtype_name(x_backprop->dtype) : "unknown") + " " +
-                           shape_string(*x_backprop) + " " + layout_name(x_backprop->layout, x_backprop->rank));
+                           (valid_dtype(enum_bits(x_backprop->dtype)) ? dtype_name(x_backprop->dtype) : "unknown") + " " +
+                           shape_string(*x_backprop) + " " + layout_name(enum_bits(x_backprop->layout), x_backprop->rank));
     for (int i = 1; i < 3; ++i) {
         const fbngrad_tensor &t = *outputs[i];
-        if (t.dtype != FBNGRAD_FLOAT32 || t.rank != 1 || t.shape[0] != C)
+        if (enum_bits(t.dtype) != FBNGRAD_FLOAT32 || t.rank != 1 || t.shape[0] != C)
             return ck.fail(FBNGRAD_INVALID_ARGUMENT, std::string(output_names[i]) +
                                                          " must be a float tensor of shape [" + std::to_string(C) +
                                                          "], got " +
-                                                         (valid_dtype(t.dtype) ? dtype_name(t.dtype) : "unknown") +
+                                                         (valid_dtype(enum_bits(t.dtype)) ? dtype_name(t.dtype) : "unknown") +
                                                          " " + shape_string(t));
     }
     const int64_t elements = num_elements(*x);
@@ -180,11 +217,10 @@ fbngrad_code validate(const fbngrad_tensor *y_backprop, const fbngrad_tensor *x,
     for (int i = 0; i < 3; ++i)
         if (!outputs[i]->data && num_elements(*outputs[i]) > 0)
             return ck.fail(FBNGRAD_INVALID_ARGUMENT, std::string(output_names[i]) + " has no data (NULL pointer)");
-    if (device == FBNGRAD_CUDA) return ck.fail(FBNGRAD_UNAVAILABLE, "no CUDA device available");
 
     out->dtype = T;
     out->layout = x->layout;
-    out->device = device;
+    out->device = x->device;  // valid by now
     out->C = C;
     out->N = x->shape[0];
     out->S = 1;

@@ -1,13 +1,15 @@
 // Every compiled variant (from the variant table) against the double-precision
-// reference, on shapes below, at and above the vector widths (4, 8, 16 float
-// lanes) and the schedules' tiles (NHWC: 256-row sum blocks, 64-row tasks),
-// in both reserve_space_2 conventions. A variant whose ISA this CPU lacks is
-// skipped, with the reason.
+// reference, on the edge shapes of edge_shapes.h (below, at and above the
+// vector widths and the schedules' tiles), in both reserve_space_2
+// conventions. A variant whose ISA this CPU lacks is skipped, with the reason.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "edge_shapes.h"
 #include "problem.h"
 
 using namespace fbngrad;
@@ -23,34 +25,17 @@ struct VariantRow {
     const char *isa;
 };
 
+// The CPU rows of the table; test_cuda.cpp tests the CUDA ones.
 const std::vector<VariantRow> &variant_rows() {
-    static const std::vector<VariantRow> rows = {
-#define FBNGRAD_VARIANT(name, dtype, layout, training, isa, device) {#name, dtype, layout, training != 0, #isa},
+    static const std::vector<VariantRow> rows = [] {
+        std::vector<VariantRow> r;
+#define FBNGRAD_VARIANT(name, dtype, layout, training, isa, device) \
+    if (device == FBNGRAD_CPU) r.push_back({#name, dtype, layout, training != 0, #isa});
 #include "fbngrad_variants.inc"
 #undef FBNGRAD_VARIANT
-    };
+        return r;
+    }();
     return rows;
-}
-
-// Logical shapes as N, spatial dims..., C; put into the layout's order below.
-const std::vector<std::vector<int64_t>> kShapes = {
-    {1, 1, 1, 1},     // N*H*W = 1, C = 1
-    {1, 1, 1, 17},    // one row, C just above 16 lanes
-    {2, 3, 5, 3},     // odd H and W, C below every vector width
-    {1, 7, 9, 16},    // C at the AVX-512 width
-    {3, 5, 7, 17},    // C above it, M = 105
-    {1, 17, 31, 4},   // M = 527 = 2*256 + 15 and 8*64 + 15: tails of both tiles; C at SSE width
-    {2, 16, 16, 64},  // M = 512: exactly two sum blocks
-    {1, 1, 257, 8},   // M = 257: one past a block; C at AVX2 width
-    {2, 2, 3, 2048},  // wide C, few rows
-    {2, 3, 4, 5, 6},  // 5-D: N, D, H, W, C
-};
-
-std::vector<int64_t> in_layout(const std::vector<int64_t> &nsc, fbngrad_layout layout) {
-    if (layout == FBNGRAD_NHWC) return nsc;
-    std::vector<int64_t> s = {nsc[0], nsc.back()};
-    s.insert(s.end(), nsc.begin() + 1, nsc.end() - 1);
-    return s;
 }
 
 struct Case {
@@ -62,15 +47,14 @@ struct Case {
 std::string case_name(const testing::TestParamInfo<Case> &info) {
     const VariantRow &v = variant_rows()[info.param.variant];
     std::string s = std::string(v.name) + "_";
-    for (int64_t d : kShapes[info.param.shape]) s += std::to_string(d) + "x";
-    s.pop_back();
+    s += shape_name(kEdgeShapes[info.param.shape]);
     return s + (info.param.inverse_std ? "_invstd" : "_var");
 }
 
 std::vector<Case> all_cases() {
     std::vector<Case> cs;
     for (size_t v = 0; v < variant_rows().size(); ++v)
-        for (size_t s = 0; s < kShapes.size(); ++s)
+        for (size_t s = 0; s < kEdgeShapes.size(); ++s)
             for (bool inv : {false, true}) cs.push_back({v, s, inv});
     return cs;
 }
@@ -87,7 +71,7 @@ protected:
 
 TEST_P(VariantTest, MatchesReference) {
     const VariantRow &v = variant_rows()[GetParam().variant];
-    const auto shape = in_layout(kShapes[GetParam().shape], v.layout);
+    const auto shape = in_layout(kEdgeShapes[GetParam().shape], v.layout);
     TestProblem tp(v.dtype, v.layout, shape, v.training, GetParam().inverse_std, 7 + uint32_t(GetParam().shape));
 
     const fbngrad_variant_info *sel = fbngrad_selected_variant(v.dtype, v.layout, v.training, FBNGRAD_CPU);
@@ -101,5 +85,46 @@ TEST_P(VariantTest, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllVariants, VariantTest, testing::ValuesIn(all_cases()), case_name);
+
+// NaN and infinities propagate through every variant, not only through the one
+// the dispatcher picks on this machine: the baseline ISAs (sse41, neon) convert
+// float16 with Halide's integer emulation, which once turned NaN into infinity.
+class VariantNanTest : public testing::TestWithParam<size_t> {
+protected:
+    void SetUp() override {
+        const VariantRow &v = variant_rows()[GetParam()];
+        fbngrad_status st;
+        if (fbngrad_force_isa(v.isa, &st) != FBNGRAD_OK) GTEST_SKIP() << v.name << ": " << st.message;
+    }
+    void TearDown() override { fbngrad_force_isa("", nullptr); }
+};
+
+TEST_P(VariantNanTest, NanAndInfPropagate) {
+    const VariantRow &v = variant_rows()[GetParam()];
+    const int64_t C = 19, S = 21;  // N = 2, H x W = 3 x 7
+    TestProblem tp(v.dtype, v.layout, in_layout({2, 3, 7, C}, v.layout), v.training);
+    auto elem = [&](int64_t n, int64_t s, int64_t c) {
+        return v.layout == FBNGRAD_NHWC ? (n * S + s) * C + c : (n * C + c) * S + s;
+    };
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    ref::store(v.dtype, tp.dy.data(), elem(0, 4, 1), nan);    // channel 1: a NaN gradient
+    ref::store(v.dtype, tp.x.data(), elem(1, 2, 5), inf);     // channel 5: an infinite input
+    ref::store(v.dtype, tp.dy.data(), elem(1, 20, 9), -inf);  // channel 9: an infinite gradient
+    tp.rs2[12] = nan;                                         // channel 12: a NaN variance
+
+    fbngrad_status st;
+    ASSERT_EQ(tp.run(&st), FBNGRAD_OK) << st.message;
+    ref::Comparison r = tp.check();
+    EXPECT_TRUE(r.ok()) << tp.describe() << ": " << r.mismatches << " mismatches, first " << r.first_mismatch;
+    EXPECT_TRUE(std::isnan(tp.ob[1]));
+    EXPECT_TRUE(std::isnan(ref::load(v.dtype, tp.xb.data(), elem(0, 4, 1))));
+    EXPECT_TRUE(std::isnan(ref::load(v.dtype, tp.xb.data(), elem(1, 3, 12))));
+    EXPECT_TRUE(std::isfinite(ref::load(v.dtype, tp.xb.data(), elem(1, 3, 0))));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllVariants, VariantNanTest, testing::Range(size_t(0), variant_rows().size()),
+                         [](const testing::TestParamInfo<size_t> &info) {
+                             return std::string(variant_rows()[info.param].name) + "_nan_inf";
+                         });
 
 }  // namespace

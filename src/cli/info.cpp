@@ -37,6 +37,8 @@ int info_json() {
     nlohmann::ordered_json j;
     j["version"] = fbngrad_version();
     j["cpu_features"] = fbngrad_cpu_features();
+    j["cuda_available"] = fbngrad_cuda_available() != 0;
+    j["cuda_unavailable_reason"] = fbngrad_cuda_unavailable_reason();
     j["forced_isa"] = fbngrad_forced_isa();
     j["FBNGRAD_ISA"] = env_isa();
     nlohmann::ordered_json variants = nlohmann::ordered_json::array();
@@ -71,6 +73,10 @@ int info_json() {
 int info_text() {
     fmt::print("fbngrad {}\n", fbngrad_version());
     fmt::print("cpu features: {}\n", fbngrad_cpu_features());
+    if (fbngrad_cuda_available())
+        fmt::print("cuda:         a device is available\n");
+    else
+        fmt::print("cuda:         not available ({})\n", fbngrad_cuda_unavailable_reason());
     const std::string forced = fbngrad_forced_isa();
     const std::string env = env_isa();
     if (!forced.empty())

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -115,8 +116,9 @@ private:
             if (peek() < '0' || peek() > '9') bad("the shape must be a tuple of non-negative integers");
             int64_t v = 0;
             while (peek() >= '0' && peek() <= '9') {
-                v = v * 10 + (peek() - '0');
-                if (v > kMaxDim) bad("a dimension is too large");
+                const int digit = peek() - '0';
+                if (v > (kMaxDim - digit) / 10) bad("a dimension is too large");  // before v*10 could overflow
+                v = v * 10 + digit;
                 ++i_;
             }
             if (peek() == 'L') ++i_;  // Python 2 long literals
@@ -193,9 +195,9 @@ NpyArray read_npy(const std::string &path) {
         if (d != 0 && bytes > (uint64_t(1) << 62) / uint64_t(d)) fail(path, "the array is too large");
         bytes *= uint64_t(d);
     }
-    const long data_start = std::ftell(f.get());
-    if (data_start < 0) fail(path, std::strerror(errno));
     if (S_ISREG(st.st_mode)) {
+        const long data_start = std::ftell(f.get());  // a pipe has no position: regular files only
+        if (data_start < 0) fail(path, std::strerror(errno));
         const uint64_t available = uint64_t(st.st_size) > uint64_t(data_start) ? uint64_t(st.st_size) - data_start : 0;
         if (available < bytes)
             fail(path, fmt::format("truncated .npy file: the shape needs {} bytes of data, the file has {}", bytes,
@@ -203,10 +205,20 @@ NpyArray read_npy(const std::string &path) {
         if (available > bytes)
             fail(path, fmt::format("{} unexpected bytes after the array data", available - bytes));
     }
-    a.data.resize(size_t(bytes));
-    if (bytes && !read_exact(f.get(), a.data.data(), size_t(bytes))) {
-        if (std::ferror(f.get())) fail(path, std::strerror(errno));
-        fail(path, fmt::format("truncated .npy file: the shape needs {} bytes of data", bytes));
+    // A regular file's size was checked above. From a pipe the data arrive
+    // with no size known up front: read in chunks, growing the buffer only as
+    // far as data came, so that a header claiming gigabytes costs no more
+    // memory than the bytes really sent.
+    constexpr uint64_t kChunk = uint64_t(64) << 20;
+    for (uint64_t done = 0; done < bytes;) {
+        const uint64_t n = std::min(kChunk, bytes - done);
+        if (a.data.capacity() < done + n) a.data.reserve(size_t(std::max(done + n, 2 * uint64_t(a.data.capacity()))));
+        a.data.resize(size_t(done + n));
+        if (!read_exact(f.get(), a.data.data() + done, size_t(n))) {
+            if (std::ferror(f.get())) fail(path, std::strerror(errno));
+            fail(path, fmt::format("truncated .npy file: the shape needs {} bytes of data", bytes));
+        }
+        done += n;
     }
     if (std::fgetc(f.get()) != EOF) fail(path, "unexpected bytes after the array data");
     return a;

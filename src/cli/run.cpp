@@ -3,6 +3,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -10,6 +11,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "device_copy.h"
 #include "fbngrad/fbngrad.h"
 #include "npy.h"
 #include "outdir.h"
@@ -121,20 +123,51 @@ int run(const RunOptions &o) {
         if (in.array.data.empty()) in.array.data.resize(4);
         return view(in.array.data.data(), t, in.array.shape, *layout, device);
     };
-    const fbngrad_tensor t_dy = in_view(dy, dtype), t_x = in_view(x, dtype), t_scale = in_view(scale, FBNGRAD_FLOAT32),
-                         t_rs1 = in_view(rs1, FBNGRAD_FLOAT32), t_rs2 = in_view(rs2, FBNGRAD_FLOAT32);
+    fbngrad_tensor t_dy = in_view(dy, dtype), t_x = in_view(x, dtype), t_scale = in_view(scale, FBNGRAD_FLOAT32),
+                   t_rs1 = in_view(rs1, FBNGRAD_FLOAT32), t_rs2 = in_view(rs2, FBNGRAD_FLOAT32);
     fbngrad_tensor t_dx = view(x_backprop.data(), dtype, xs, *layout, device);
     fbngrad_tensor t_ds = view(scale_backprop.data(), FBNGRAD_FLOAT32, {C}, *layout, device);
     fbngrad_tensor t_do = view(offset_backprop.data(), FBNGRAD_FLOAT32, {C}, *layout, device);
 
-    // Note for a future CUDA build: the views above point at host memory. Once
-    // the library accepts FBNGRAD_CUDA views, this command must copy the inputs
-    // to device memory and the outputs back instead of passing host pointers.
+    // --device cuda: the library wants device pointers. Where no device is
+    // usable the host views go as they are: the library validates them and
+    // then answers "no CUDA device available" without touching them.
+    DeviceCopies gpu;
+    const bool on_gpu = device == FBNGRAD_CUDA && fbngrad_cuda_available();
+    if (on_gpu) {
+        std::string err;
+        bool ok = gpu.open(&err);
+        const std::pair<fbngrad_tensor *, Input *> inputs[] = {
+            {&t_dy, &dy}, {&t_x, &x}, {&t_scale, &scale}, {&t_rs1, &rs1}, {&t_rs2, &rs2}};
+        for (const auto &[t, in] : inputs)
+            if (ok)
+                ok = (t->data = gpu.copy_to_device(in->array.data.data(), in->array.data.size(), &err)) != nullptr;
+        if (ok) ok = (t_dx.data = gpu.copy_to_device(nullptr, x_backprop.size(), &err)) != nullptr;
+        if (ok) ok = (t_ds.data = gpu.copy_to_device(nullptr, 4 * scale_backprop.size(), &err)) != nullptr;
+        if (ok) ok = (t_do.data = gpu.copy_to_device(nullptr, 4 * offset_backprop.size(), &err)) != nullptr;
+        if (!ok) {
+            fmt::print(stderr, "fbngrad run: --device cuda: {}\n", err);
+            return kExitError;
+        }
+    }
+
     fbngrad_status status;
     if (fbngrad_fused_batch_norm_grad_v2(&t_dy, &t_x, &t_scale, &t_rs1, &t_rs2, &attrs, &t_dx, &t_ds, &t_do,
                                          &status) != FBNGRAD_OK) {
         fmt::print(stderr, "{}\n", status.message);
+        if (status.code == FBNGRAD_UNAVAILABLE && device == FBNGRAD_CUDA)
+            fmt::print(stderr, "({})\n", fbngrad_cuda_unavailable_reason());
         return kExitError;
+    }
+    if (on_gpu) {
+        std::string err;
+        const bool ok = gpu.copy_to_host(x_backprop.data(), t_dx.data, x_backprop.size(), &err) &&
+                        gpu.copy_to_host(scale_backprop.data(), t_ds.data, 4 * scale_backprop.size(), &err) &&
+                        gpu.copy_to_host(offset_backprop.data(), t_do.data, 4 * offset_backprop.size(), &err);
+        if (!ok) {
+            fmt::print(stderr, "fbngrad run: --device cuda: {}\n", err);
+            return kExitError;
+        }
     }
 
     // All five files or none.

@@ -13,7 +13,9 @@
 //                8u * |dy*scale*inv|                              (inference)
 //                then (1+u_T) * that + u_T * |exact| + the type's smallest subnormal
 //   scale_backprop: err(sum_dyxc) * inv + 8u * |exact|; offset_backprop: err(sum_dy)
-// A NaN in the reference must be NaN in the result; an infinity must be the same infinity.
+// A NaN in the reference must be NaN in the result; an infinity must be the same infinity;
+// a finite value that (within its tolerance) rounds past the type's largest may be that
+// infinity (float16 x_backprop over 65504 is, as TensorFlow's cast to half gives).
 #pragma once
 
 #include <cstdint>

@@ -39,6 +39,8 @@ import unittest
 import numpy as np
 
 CLI = None  # path of the fbngrad binary, from --cli
+# The build's CPU ISAs, best first (from the variant table, via --cpu-isas).
+CPU_ISAS = ["avx512", "avx2", "sse41"]
 
 U32 = 2.0 ** -24
 UNIT = {"float32": 2.0 ** -24, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
@@ -536,8 +538,22 @@ class RunErrors(CliCase):
                     self.assertFalse(os.path.exists(self.path("new")), "created directories were not removed")
 
     def test_cuda_device(self):
+        import json
         out = self.path("out")
-        self.assert_fails(["run", *self.files(), "--out", out, "--device", "cuda"], "CUDA", out)
+        rc, stdout, _ = run_cli("info", "--json")
+        if not json.loads(stdout).get("cuda_available"):
+            self.assert_fails(["run", *self.files(), "--out", out, "--device", "cuda"],
+                              "no CUDA device available", out)
+            return
+        # On a GPU: the same outputs as on the CPU, within float32 rounding.
+        files = self.files(shape=(3, 5, 7, 33))
+        cpu = self.path("cpu")
+        for d, where in ((cpu, "cpu"), (out, "cuda")):
+            rc, _, stderr = run_cli("run", *files, "--out", d, "--device", where)
+            self.assertEqual(rc, 0, stderr)
+        for name in ("x_backprop.npy", "scale_backprop.npy", "offset_backprop.npy"):
+            a, b = np.load(os.path.join(cpu, name)), np.load(os.path.join(out, name))
+            np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-4, err_msg=name)
 
     def test_failure_leaves_existing_dir_untouched(self):
         out = self.path("out")
@@ -554,6 +570,121 @@ class RunErrors(CliCase):
         self.assert_fails(["run", *files], "--out", out, code=2)
         i = files.index("--scale")
         self.assert_fails(["run", *(files[:i] + files[i + 2:]), "--out", out], "--scale", out, code=2)
+
+
+
+def npy_bytes(header_text, data=b"", version=1):
+    """A .npy file with this header text (padded to 64 bytes) and data, valid or not."""
+    h = header_text.encode("latin-1") if isinstance(header_text, str) else header_text
+    pre = 6 + 2 + (2 if version == 1 else 4)
+    h += b" " * ((-(pre + len(h) + 1)) % 64) + b"\n"
+    size = len(h).to_bytes(2 if version == 1 else 4, "little")
+    return b"\x93NUMPY" + bytes([version, 0]) + size + h + data
+
+
+class RunBadHeaders(CliCase):
+    """Headers that lie about the size, or are not what numpy writes: a clean error,
+    no outputs, and no attempt to allocate what the header claims (tests/fuzz covers
+    the C API; these are the file reader's cases test RunErrors leaves out)."""
+
+    def run_with_x(self, raw, expected):
+        files = self.files()
+        p = self.path("x_bad.npy")
+        with open(p, "wb") as f:
+            f.write(raw)
+        files[files.index("--x") + 1] = p
+        out = self.path("out")
+        stderr = self.assert_fails(["run", *files, "--out", out], expected, out)
+        self.assertIn(p, stderr)
+
+    def files(self):
+        files, _ = self.problem((2, 2, 2, 4))
+        return files
+
+    def test_huge_shape_small_file(self):
+        # 2^31 float32 elements = 8 GiB claimed, 16 bytes there: refused from the file size.
+        hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (2147483648, 1, 1, 1), }"
+        self.run_with_x(npy_bytes(hdr, b"\0" * 16), "truncated .npy file: the shape needs 8589934592 bytes")
+
+    def test_shape_overflowing_64_bits(self):
+        hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4294967296, 1), }"
+        self.run_with_x(npy_bytes(hdr), "the array is too large")
+
+    def test_dimension_with_too_many_digits(self):
+        hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999, 1, 1, 1), }"
+        self.run_with_x(npy_bytes(hdr), "a dimension is too large")
+
+    def test_negative_dimension(self):
+        hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (-1, 2, 2, 4), }"
+        self.run_with_x(npy_bytes(hdr), "the shape must be a tuple of non-negative integers")
+
+    def test_nul_bytes_in_header(self):
+        hdr = b"{'descr': '<f4',\0'fortran_order': False, 'shape': (2, 2, 2, 4), }"
+        self.run_with_x(npy_bytes(hdr, b"\0" * 128), "malformed .npy header")
+
+    def test_implausible_header_length(self):
+        raw = b"\x93NUMPY\x02\x00" + (0xFFFFFFF0).to_bytes(4, "little") + b"{"
+        self.run_with_x(raw, "the .npy header is implausibly long")
+
+    def test_missing_shape_key(self):
+        self.run_with_x(npy_bytes("{'descr': '<f4', 'fortran_order': False, }"),
+                        "the keys 'descr', 'fortran_order' and 'shape' are required")
+
+    def test_unknown_npy_version(self):
+        self.run_with_x(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }")[:6] + b"\x04\x00" +
+                        b"\x00" * 60, "unsupported .npy format version 4.0")
+
+    def test_scalar_scale(self):
+        files = self.files()
+        p = self.save("scale0.npy", np.float32(1.0))
+        files[files.index("--scale") + 1] = p
+        out = self.path("out")
+        self.assert_fails(["run", *files, "--out", out], "scale must be 1-dimensional[]", out)
+
+    def fifo_with(self, raw):
+        """A named pipe that a thread fills with raw (once the CLI opens it)."""
+        import threading
+        fifo = self.path("x.fifo")
+        os.mkfifo(fifo)
+
+        def feed():
+            try:
+                with open(fifo, "wb") as f:
+                    f.write(raw)
+            except BrokenPipeError:  # the CLI stopped reading: fine
+                pass
+
+        writer = threading.Thread(target=feed, daemon=True)
+        writer.start()
+        return fifo, writer
+
+    @unittest.skipUnless(hasattr(os, "mkfifo"), "needs named pipes")
+    def test_pipe_claiming_16_gib(self):
+        """A pipe has no size to check up front: a header claiming 16 GiB followed by
+        16 bytes must fail as truncated, reading only what arrives (not allocating
+        16 GiB first), and quickly."""
+        import time
+        hdr = "{'descr': '<f2', 'fortran_order': False, 'shape': (8589934592, 1, 1, 1), }"
+        fifo, writer = self.fifo_with(npy_bytes(hdr, b"\0" * 16))
+        files = self.files()
+        files[files.index("--x") + 1] = fifo
+        out = self.path("out")
+        start = time.monotonic()
+        self.assert_fails(["run", *files, "--out", out], "truncated .npy file", out)
+        self.assertLess(time.monotonic() - start, 20)
+        writer.join(5)
+
+    @unittest.skipUnless(hasattr(os, "mkfifo"), "needs named pipes")
+    def test_pipe_with_valid_data(self):
+        """The same reader takes a valid array from a pipe: the run succeeds."""
+        files = self.files()
+        i = files.index("--x") + 1
+        fifo, writer = self.fifo_with(read_bytes(files[i]))
+        files[i] = fifo
+        rc, _, stderr = run_cli("run", *files, "--out", self.path("out"))
+        self.assertEqual(rc, 0, stderr)
+        self.assertEqual(sorted(os.listdir(self.path("out"))), OUTPUTS)
+        writer.join(5)
 
 
 class Usage(CliCase):
@@ -625,9 +756,12 @@ class Info(CliCase):
     def test_text(self):
         rc, stdout, stderr = run_cli("info")
         self.assertEqual(rc, 0, stderr)
-        self.assertIn("compiled variants (36", stdout)
-        self.assertEqual(sum(1 for line in stdout.splitlines() if line.strip().startswith("fbng_")), 36)
+        # 12 CPU variants per ISA (x86-64: 36, AArch64: 24), and 12 CUDA ones where the build has them.
+        n = sum(1 for line in stdout.splitlines() if line.strip().startswith("fbng_"))
+        self.assertIn(n, (12 * len(CPU_ISAS), 12 * len(CPU_ISAS) + 12))
+        self.assertIn(f"compiled variants ({n},", stdout)
         self.assertIn("cpu features:", stdout)
+        self.assertIn("cuda:", stdout)
         self.assertIn("forced isa:", stdout)
 
     def test_json(self):
@@ -635,8 +769,14 @@ class Info(CliCase):
         rc, stdout, stderr = run_cli("info", "--json")
         self.assertEqual(rc, 0, stderr)
         j = json.loads(stdout)
-        self.assertEqual(len(j["variants"]), 36)
-        self.assertEqual(len({v["name"] for v in j["variants"]}), 36)
+        cpu = [v for v in j["variants"] if v["device"] == "cpu"]
+        cuda = [v for v in j["variants"] if v["device"] == "cuda"]
+        self.assertEqual(len(cpu), 12 * len(CPU_ISAS))
+        self.assertIn(len(cuda), (0, 12))
+        self.assertEqual(len({v["name"] for v in j["variants"]}), len(j["variants"]))
+        for v in cuda:  # supported exactly when a CUDA device is usable
+            self.assertEqual((v["isa"], v["supported"]), ("cuda", j["cuda_available"]), v)
+        self.assertEqual(j["cuda_unavailable_reason"] == "", j["cuda_available"])
         combos = {(v["dtype"], v["layout"], v["mode"]) for v in j["variants"]}
         self.assertEqual(len(combos), 12)
         self.assertEqual(len(j["selected"]), 12)
@@ -646,24 +786,29 @@ class Info(CliCase):
             v = next(v for v in j["variants"] if v["name"] == name)
             self.assertEqual((v["dtype"], v["layout"], v["mode"], v["supported"]),
                              (row["dtype"], row["layout"], row["mode"], True))
+            self.assertEqual(row["cuda"] is not None, bool(cuda) and j["cuda_available"], row)
         self.assertEqual(j["forced_isa"], "")
 
     def test_forced_isa_from_environment(self):
         import json
-        rc, stdout, stderr = run_cli("info", "--json", env={"FBNGRAD_ISA": "sse41"})
+        baseline = CPU_ISAS[-1]  # sse41, neon: every CPU of the platform has it
+        rc, stdout, stderr = run_cli("info", "--json", env={"FBNGRAD_ISA": baseline})
         self.assertEqual(rc, 0, stderr)
         j = json.loads(stdout)
-        self.assertEqual(j["forced_isa"], "sse41")
+        self.assertEqual(j["forced_isa"], baseline)
         for row in j["selected"]:
-            self.assertTrue(row["cpu"].endswith("_sse41"), row)
+            self.assertTrue(row["cpu"].endswith("_" + baseline), row)
 
 
 def main():
     global CLI
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cli", required=True, help="path of the fbngrad binary")
+    parser.add_argument("--cpu-isas", default=",".join(CPU_ISAS),
+                        help="the build's CPU ISAs, best first, comma-separated (default: x86-64's)")
     args, rest = parser.parse_known_args()
     CLI = os.path.abspath(args.cli)
+    CPU_ISAS[:] = args.cpu_isas.split(",")
     if not os.access(CLI, os.X_OK):
         sys.exit(f"test_cli.py: {CLI} is not an executable")
     prog = unittest.main(argv=[sys.argv[0], *rest], exit=False, verbosity=2)

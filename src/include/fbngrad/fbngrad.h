@@ -105,6 +105,50 @@ fbngrad_code fbngrad_fused_batch_norm_grad_v2(
     const fbngrad_attrs *attrs, fbngrad_tensor *x_backprop, fbngrad_tensor *scale_backprop,
     fbngrad_tensor *offset_backprop, fbngrad_status *status);
 
+/* ---- split phase: batch norm synchronized across workers ----
+ *
+ * The op cut at its per-channel sums, for data-parallel training where each
+ * worker (an MPI rank, a GPU, ...) holds a shard of the batch and the batch
+ * statistics are global ("synchronized batch norm"). Per step, every worker:
+ *
+ *   1. fbngrad_split_phase_reduce: its shard's sums, and its element count;
+ *   2. allreduces (sums) sum_dy, sum_dyxc and count with the other workers
+ *      (MPI_Allreduce, ncclAllReduce, Horovod, gloo: any sum will do);
+ *   3. fbngrad_split_phase_apply: x_backprop of its shard, and
+ *      scale_backprop / offset_backprop from the global sums (the same on
+ *      every worker).
+ *
+ * reserve_space_1/2 are the global batch statistics (or the population ones
+ * in inference), as the forward pass saved them. With one worker, reduce and
+ * then apply give bit for bit what fbngrad_fused_batch_norm_grad_v2 gives (the
+ * same kernels' code, split in two, with the same ISA). Validation, errors and
+ * the "outputs untouched on error" rule are the fused op's. CPU tensors only
+ * for now: tensors on FBNGRAD_CUDA give FBNGRAD_UNIMPLEMENTED. */
+
+/* Sums over this worker's shard (any N, also 0), per channel c:
+ *   sum_dy[c]   = sum of y_backprop over N and the spatial dims
+ *   sum_dyxc[c] = sum of y_backprop * (x - reserve_space_1[c])
+ * both float32 [C], computed in float32 as the fused op does; *count = N times
+ * the spatial size (int64). Mode-independent: one call serves training and inference. */
+fbngrad_code fbngrad_split_phase_reduce(const fbngrad_tensor *y_backprop, const fbngrad_tensor *x,
+                                        const fbngrad_tensor *reserve_space_1, fbngrad_tensor *sum_dy,
+                                        fbngrad_tensor *sum_dyxc, int64_t *count, fbngrad_status *status);
+
+/* The outputs for this worker's shard, from the sums and count summed over
+ * all workers (the fused op's arguments plus sum_dy, sum_dyxc float32 [C] and
+ * count, which must be at least this shard's N*spatial). Training:
+ *   x_backprop = scale*inv*(dy - sum_dy/count - (x - mean)*inv^2*sum_dyxc/count);
+ * inference: x_backprop = dy*scale*inv; both: scale_backprop = sum_dyxc*inv,
+ * offset_backprop = sum_dy (inv = 1/sqrt(var + epsilon), or reserve_space_2
+ * itself under FBNGRAD_RS2_INVERSE_STD). A worker whose shard is empty (N = 0)
+ * still gets scale_backprop and offset_backprop; with count = 0 they are zeros,
+ * as for the fused op on an empty batch. */
+fbngrad_code fbngrad_split_phase_apply(
+    const fbngrad_tensor *y_backprop, const fbngrad_tensor *x, const fbngrad_tensor *scale,
+    const fbngrad_tensor *reserve_space_1, const fbngrad_tensor *reserve_space_2, const fbngrad_tensor *sum_dy,
+    const fbngrad_tensor *sum_dyxc, int64_t count, const fbngrad_attrs *attrs, fbngrad_tensor *x_backprop,
+    fbngrad_tensor *scale_backprop, fbngrad_tensor *offset_backprop, fbngrad_status *status);
+
 /* ---- variants and dispatch ---- */
 
 typedef struct fbngrad_variant_info {
@@ -112,7 +156,7 @@ typedef struct fbngrad_variant_info {
     fbngrad_dtype dtype;
     fbngrad_layout layout;
     int32_t is_training;
-    const char *isa;       /* "avx512", "avx2", "sse41", ... */
+    const char *isa;       /* x86-64: "avx512", "avx2", "sse41"; AArch64: "arm_fp16", "neon" */
     fbngrad_device device;
     int32_t supported;     /* this machine can run it */
 } fbngrad_variant_info;
@@ -126,21 +170,53 @@ const fbngrad_variant_info *fbngrad_variant(int32_t i);
 const fbngrad_variant_info *fbngrad_selected_variant(fbngrad_dtype dtype, fbngrad_layout layout,
                                                      int32_t is_training, fbngrad_device device);
 
-/* Restrict CPU dispatch to one ISA ("sse41", "avx2", "avx512"), as if the CPU
+/* Restrict CPU dispatch to one ISA (x86-64: "sse41", "avx2", "avx512";
+ * AArch64: "neon", "arm_fp16"), as if the CPU
  * had nothing better; NULL or "" restores automatic choice. The environment
  * variable FBNGRAD_ISA does the same at start-up. Fails (and changes nothing)
- * for an unknown name or an ISA this CPU lacks. */
+ * for an unknown name or an ISA this CPU lacks. Safe while other threads run
+ * the op: each call reads the setting once, when it picks its variant, and
+ * runs that variant to the end (tests/test_concurrency.cpp). The split phase
+ * is two calls, so a change between reduce and apply may give them different
+ * ISAs (both correct; with one worker their bits then need not equal the fused op's). */
 fbngrad_code fbngrad_force_isa(const char *isa, fbngrad_status *status);
 
 /* The ISA currently forced, or "" when dispatch is automatic. */
 const char *fbngrad_forced_isa(void);
 
-/* CPU features found, e.g. "sse41 avx2 fma f16c avx512_skylake". */
+/* CPU features found, e.g. "sse41 avx2(avx,fma,f16c)" or "neon arm_fp16(fphp,asimdhp)". */
 const char *fbngrad_cpu_features(void);
 
 /* Worker threads for the kernels (Halide's thread pool). n <= 0 restores the
  * default (one per core). Returns the previous setting. */
 int32_t fbngrad_set_num_threads(int32_t n);
+
+/* ---- CUDA ----
+ * Tensors with device FBNGRAD_CUDA hold device pointers (cuMemAlloc,
+ * cudaMalloc, a torch.Tensor's data_ptr() on "cuda", ...): all eight tensors of
+ * a call must be on the device. They are used in place, nothing is copied, and
+ * the outputs are left on the device. The kernels are queued on the call's
+ * stream: synchronize it (or use its results on the same stream) before reading
+ * the outputs. Without a usable CUDA device the call returns
+ * FBNGRAD_UNAVAILABLE, "no CUDA device available".
+ *
+ * Context and stream of a call: those given to fbngrad_set_cuda_context; by
+ * default the context current on the calling thread, else the primary context
+ * of device 0 (where cudaMalloc allocates), and the default stream (0). */
+
+/* 1 when a CUDA device is usable (libcuda.so.1 loads, cuInit succeeds, at least
+ * one device): checked once per process. */
+int32_t fbngrad_cuda_available(void);
+
+/* "" when fbngrad_cuda_available(); otherwise why not. */
+const char *fbngrad_cuda_unavailable_reason(void);
+
+/* The CUcontext and CUstream (as void *) for every later CUDA call of this
+ * process; NULL for either restores its default above. The device pointers of
+ * a call must belong to its context. Process-wide and thread-safe: a call takes
+ * the setting when it starts, so calls already running are not affected; calls
+ * from several threads may run at once (on one stream they run in order). */
+void fbngrad_set_cuda_context(void *cu_context, void *cu_stream);
 
 /* The version string, "MAJOR.MINOR.PATCH". */
 const char *fbngrad_version(void);

@@ -76,6 +76,39 @@ inline Status fused_batch_norm_grad_v2(const TensorView &y_backprop, const Tenso
     return Status(s);
 }
 
+// ---- split phase (fbngrad.h): batch norm synchronized across workers ----
+// reduce on each worker's shard, allreduce (sum) sum_dy, sum_dyxc and count
+// across the workers, then apply on each worker's shard.
+
+inline Status split_phase_reduce(const TensorView &y_backprop, const TensorView &x, const TensorView &reserve_space_1,
+                                 TensorView &sum_dy, TensorView &sum_dyxc, int64_t &count) {
+    fbngrad_status s;
+    fbngrad_split_phase_reduce(y_backprop.c(), x.c(), reserve_space_1.c(), sum_dy.c(), sum_dyxc.c(), &count, &s);
+    return Status(s);
+}
+
+inline Status split_phase_apply(const TensorView &y_backprop, const TensorView &x, const TensorView &scale,
+                                const TensorView &reserve_space_1, const TensorView &reserve_space_2,
+                                const TensorView &sum_dy, const TensorView &sum_dyxc, int64_t count,
+                                const Attrs &attrs, TensorView &x_backprop, TensorView &scale_backprop,
+                                TensorView &offset_backprop) {
+    fbngrad_attrs a;
+    a.epsilon = attrs.epsilon;
+    a.is_training = attrs.is_training ? 1 : 0;
+    a.reserve_space_2_is = static_cast<fbngrad_reserve_space_2_is>(attrs.reserve_space_2_is);
+    fbngrad_status s;
+    fbngrad_split_phase_apply(y_backprop.c(), x.c(), scale.c(), reserve_space_1.c(), reserve_space_2.c(),
+                              sum_dy.c(), sum_dyxc.c(), count, &a, x_backprop.c(), scale_backprop.c(),
+                              offset_backprop.c(), &s);
+    return Status(s);
+}
+
+// ---- CUDA (fbngrad.h): TensorViews .on(Device::CUDA) hold device pointers ----
+inline bool cuda_available() { return fbngrad_cuda_available() != 0; }
+inline std::string cuda_unavailable_reason() { return fbngrad_cuda_unavailable_reason(); }
+// The CUcontext / CUstream later CUDA calls use; nullptr restores the default.
+inline void set_cuda_context(void *cu_context, void *cu_stream) { fbngrad_set_cuda_context(cu_context, cu_stream); }
+
 // Restricts CPU dispatch to one ISA; "" restores the automatic choice.
 inline Status force_isa(const std::string &isa) {
     fbngrad_status s;
