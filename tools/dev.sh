@@ -63,7 +63,7 @@ halide_dir=$("$venv/bin/python" -c 'import halide, os; print(os.path.join(os.pat
 step "configuring ($cmake_dir)"
 "$venv/bin/cmake" -S "$root" -B "$cmake_dir" -DCMAKE_BUILD_TYPE=Release -DHalide_DIR="$halide_dir" \
     -DFBNGRAD_PYTHON="$venv/bin/python" >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
-step "building with $jobs jobs (36 Halide variants, then the library, CLI, tests and bench)"
+step "building with $jobs jobs (the Halide variants of the table, then the library, CLI, tests and bench)"
 "$venv/bin/cmake" --build "$cmake_dir" -j "$jobs"
 
 # ---- Run ----

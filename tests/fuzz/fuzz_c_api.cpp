@@ -110,9 +110,15 @@ struct Call {
 };
 
 void prepare(Call &call, const Case &c, ByteReader &data) {
+    // The buffers here are host memory. Without a GPU a tensor on FBNGRAD_CUDA
+    // is rejected (FBNGRAD_UNAVAILABLE), which is worth fuzzing; with one, the
+    // kernels would take host pointers for device pointers, so CUDA becomes
+    // CPU there (tests/cuda tests the GPU path with device memory).
+    static const bool gpu = fbngrad_cuda_available() != 0;
     for (int i = 0; i < kNumTensors; ++i) {
         fbngrad_tensor &t = call.t[i];
         t = c.t[i];
+        if (gpu && get_raw(t.device) == FBNGRAD_CUDA) set_raw(t.device, FBNGRAD_CPU);
         call.null_[i] = c.tensor_null[i];
         shrink_to_cap(t);
         const int32_t dt = get_raw(t.dtype);
