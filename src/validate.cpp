@@ -210,7 +210,6 @@ fbngrad_code validate(const fbngrad_tensor *y_backprop, const fbngrad_tensor *x,
                                                          (valid_dtype(enum_bits(t.dtype)) ? dtype_name(t.dtype) : "unknown") +
                                                          " " + shape_string(t));
     }
-    const int64_t elements = num_elements(*x);
     for (int i = 0; i < 5; ++i)
         if (!inputs[i]->data && num_elements(*inputs[i]) > 0)
             return ck.fail(FBNGRAD_INVALID_ARGUMENT, std::string(input_names[i]) + " has no data (NULL pointer)");
@@ -218,16 +217,23 @@ fbngrad_code validate(const fbngrad_tensor *y_backprop, const fbngrad_tensor *x,
         if (!outputs[i]->data && num_elements(*outputs[i]) > 0)
             return ck.fail(FBNGRAD_INVALID_ARGUMENT, std::string(output_names[i]) + " has no data (NULL pointer)");
 
-    out->dtype = T;
-    out->layout = x->layout;
-    out->device = x->device;  // valid by now
-    out->C = C;
-    out->N = x->shape[0];
-    out->S = 1;
-    for (int d = 1; d < rank; ++d)
-        if (d != c_dim) out->S *= x->shape[d];
-    out->elements = elements;
+    *out = problem_of(*x);
     return FBNGRAD_OK;
+}
+
+CheckedProblem problem_of(const fbngrad_tensor &x) {
+    const int c_dim = x.layout == FBNGRAD_NHWC ? x.rank - 1 : 1;
+    CheckedProblem p;
+    p.dtype = x.dtype;
+    p.layout = x.layout;
+    p.device = x.device;
+    p.C = x.shape[c_dim];
+    p.N = x.shape[0];
+    p.S = 1;
+    for (int d = 1; d < x.rank; ++d)
+        if (d != c_dim) p.S *= x.shape[d];
+    p.elements = num_elements(x);
+    return p;
 }
 
 }  // namespace fbngrad

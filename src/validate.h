@@ -20,6 +20,10 @@ struct CheckedProblem {
     int64_t elements;      // N * S * C
 };
 
+// The kernels' view of a validated x (dtype, layout, device and shape already
+// checked): channels, batch and the merged spatial extent.
+CheckedProblem problem_of(const fbngrad_tensor &x);
+
 // Largest tensor the 32-bit-indexed kernels accept: 2^31 - 2^16, not 2^31 - 1.
 // Halide indexes with int32 and checks (the .stmt asserts) that extent * stride
 // of every dimension is at most 2^31 - 1 elements, but a split loop's trip count

@@ -95,15 +95,7 @@ fbngrad_code validate_reduce(const fbngrad_tensor *y_backprop, const fbngrad_ten
         if (!tensors[i]->data && num_elements(*tensors[i]) > 0)
             return fail(msg, FBNGRAD_INVALID_ARGUMENT, std::string(names[i]) + " has no data (NULL pointer)");
 
-    out->dtype = T;
-    out->layout = x->layout;
-    out->device = x->device;  // valid by now
-    out->C = C;
-    out->N = x->shape[0];
-    out->S = 1;
-    for (int d = 1; d < rank; ++d)
-        if (d != c_dim) out->S *= x->shape[d];
-    out->elements = num_elements(*x);
+    *out = problem_of(*x);
     return FBNGRAD_OK;
 }
 
