@@ -1,9 +1,8 @@
 # The split-phase variants (generators/split_phase_generator.cpp: batch norm
 # synchronized across workers) come from the same variant table as the fused
-# ones, so they exist for every ISA row, dtype and layout the fused ones do
-# (for now the CPU rows: variants.cmake skips the CUDA rows until the split
-# phase's API has a CUDA path; the generators and schedule_cuda.cpp already
-# handle the phases):
+# ones, so they exist for every ISA row, dtype and layout the fused ones do,
+# the CUDA row included (schedule_cuda.cpp schedules each phase; the API runs
+# them on the caller's device memory, src/split_phase_api.cpp):
 #   fbng_reduce_<dtype>_<layout>_<isa>         the sums do not depend on the mode
 #   fbng_apply_<dtype>_<layout>_<mode>_<isa>
 # fbngrad_add_variants (variants.cmake) calls these macros inside its loops;
@@ -14,9 +13,28 @@
 #   fbngrad_reduce_variants.inc  FBNGRAD_REDUCE_VARIANT(name, dtype, layout, isa, device)
 #   fbngrad_apply_variants.inc   FBNGRAD_APPLY_VARIANT(name, dtype, layout, is_training, isa, device)
 # and fbngrad_split_phase_headers.h (every generated header), for src/split_phase_dispatch.cpp.
+# CUDA variants also emit their PTX and conceptual statement, as the fused
+# ones do, and join the FBNGRAD_CUDA_VARIANT_FILES list that tests/cuda/
+# checks (its schedule check knows a reduce or apply variant by its name).
+
+# DEVICE_CODE / CONCEPTUAL_STMT outputs of a CUDA row's variant (none for the CPU's).
+macro(fbngrad_split_phase_device_outputs)
+    set(_fbng_device_outputs "")
+    if (device STREQUAL "FBNGRAD_CUDA")
+        set(_fbng_device_outputs DEVICE_CODE ${_fbng_name}_ptx CONCEPTUAL_STMT ${_fbng_name}_cstmt)
+    endif ()
+endmacro()
+
+macro(fbngrad_split_phase_record_cuda)
+    if (device STREQUAL "FBNGRAD_CUDA")
+        set_property(GLOBAL APPEND PROPERTY FBNGRAD_CUDA_VARIANT_FILES
+                     "${_fbng_name}|${${_fbng_name}_stmt}|${${_fbng_name}_cstmt}|${${_fbng_name}_ptx}")
+    endif ()
+endmacro()
 
 macro(fbngrad_add_split_phase_reduce)
     set(_fbng_name "fbng_reduce_${dt}_${layout}_${isa}")
+    fbngrad_split_phase_device_outputs()
     add_halide_library(
         ${_fbng_name} FROM ${generator}
         GENERATOR batch_norm_grad_reduce
@@ -25,7 +43,9 @@ macro(fbngrad_add_split_phase_reduce)
         USE_RUNTIME ${runtime}
         PARAMS layout=${layout} y_backprop.type=${hl_type} x.type=${hl_type}
         STMT ${_fbng_name}_stmt
-        ASSEMBLY ${_fbng_name}_asm)
+        ASSEMBLY ${_fbng_name}_asm
+        ${_fbng_device_outputs})
+    fbngrad_split_phase_record_cuda()
     list(APPEND libs ${_fbng_name})
     string(APPEND reduce_inc "FBNGRAD_REDUCE_VARIANT(${_fbng_name}, ${dt_enum}, ${layout_enum}, ${isa}, ${device})\n")
     string(APPEND split_hdr "#include \"${_fbng_name}.h\"\n")
@@ -33,6 +53,7 @@ endmacro()
 
 macro(fbngrad_add_split_phase_apply)
     set(_fbng_name "fbng_apply_${dt}_${layout}_${mode}_${isa}")
+    fbngrad_split_phase_device_outputs()
     add_halide_library(
         ${_fbng_name} FROM ${generator}
         GENERATOR batch_norm_grad_apply
@@ -42,7 +63,9 @@ macro(fbngrad_add_split_phase_apply)
         PARAMS layout=${layout} training=${training_param}
                y_backprop.type=${hl_type} x.type=${hl_type} x_backprop.type=${hl_type}
         STMT ${_fbng_name}_stmt
-        ASSEMBLY ${_fbng_name}_asm)
+        ASSEMBLY ${_fbng_name}_asm
+        ${_fbng_device_outputs})
+    fbngrad_split_phase_record_cuda()
     list(APPEND libs ${_fbng_name})
     string(APPEND apply_inc
            "FBNGRAD_APPLY_VARIANT(${_fbng_name}, ${dt_enum}, ${layout_enum}, ${training}, ${isa}, ${device})\n")

@@ -1,10 +1,15 @@
 // The split-phase C API (fbngrad.h, "split phase"): validation, the empty
 // cases, the call into the reduce / apply variant the dispatcher picks, and
-// the plumbing of its errors into fbngrad_status. Same shape as api.cpp.
+// the plumbing of its errors into fbngrad_status. Same shape as api.cpp, and
+// the same CUDA handling (cuda_call.h): CUDA tensors, the sums included, are
+// the caller's device pointers, used in place on the call's context and
+// stream, so the sums stay on the device for an allreduce there (NCCL); the
+// count is a host int64 in both cases.
 #include <algorithm>
 #include <exception>
 #include <string>
 
+#include "cuda_call.h"
 #include "fbngrad/fbngrad.h"
 #include "halide_glue.h"
 #include "kernel_args.h"
@@ -17,22 +22,15 @@ namespace {
 
 // A buffer whose host pointer is NULL makes a Halide pipeline answer a bounds
 // query instead of computing. An empty shard's tensors may have no memory at
-// all; the kernel reads none of it, but it needs some pointer to run.
+// all; the kernel reads none of it, but it needs some pointer to run (on
+// CUDA too, where the pointer is taken as a device address never dereferenced).
 void *runnable(void *data) {
     static uint8_t nothing;
     return data ? data : &nothing;
 }
 
-fbngrad_code not_on_cuda(fbngrad_status *status) {
-    return set_status(status, FBNGRAD_UNIMPLEMENTED,
-                      "the split phase runs on CPU tensors only; CUDA split-phase kernels are not wired into the "
-                      "API yet (use the fused op, or copy the tensors to the host)");
-}
-
-fbngrad_code kernel_failed(fbngrad_status *status, const char *name, int rc, const runtime::CallContext &ctx) {
-    return set_status(status, FBNGRAD_INTERNAL,
-                      std::string(name) + " failed (Halide error " + std::to_string(rc) +
-                          "): " + (ctx.error.empty() ? "no message" : ctx.error));
+fbngrad_code zeros_done(fbngrad_status *status, const std::string &err) {
+    return err.empty() ? set_status(status, FBNGRAD_OK, "") : set_status(status, FBNGRAD_INTERNAL, err);
 }
 
 }  // namespace
@@ -47,14 +45,15 @@ fbngrad_code fbngrad_split_phase_reduce(const fbngrad_tensor *y_backprop, const 
         std::string msg;
         fbngrad_code code = validate_reduce(y_backprop, x, reserve_space_1, sum_dy, sum_dyxc, count, &p, &msg);
         if (code != FBNGRAD_OK) return set_status(status, code, msg);
-        if (p.device != FBNGRAD_CPU) return not_on_cuda(status);
+        const bool on_cuda = p.device == FBNGRAD_CUDA;
+        runtime::CallContext ctx;
+        code = begin_call(on_cuda, &ctx, status);
+        if (code != FBNGRAD_OK) return code;
 
         // An empty shard adds nothing to the sums: no kernel, as for the fused op.
         if (p.elements == 0) {
-            std::fill_n(static_cast<float *>(sum_dy->data), p.C, 0.0f);
-            std::fill_n(static_cast<float *>(sum_dyxc->data), p.C, 0.0f);
             *count = p.N * p.S;
-            return set_status(status, FBNGRAD_OK, "");
+            return zeros_done(status, zero_channels(on_cuda, ctx, p.C, {sum_dy->data, sum_dyxc->data}));
         }
 
         const ReduceVariant *v = select_reduce_variant(p.dtype, p.layout, p.device, &msg);
@@ -65,7 +64,7 @@ fbngrad_code fbngrad_split_phase_reduce(const fbngrad_tensor *y_backprop, const 
         const int32_t C = int32_t(p.C);
         Tensor3 dy(y_backprop->data, T, p), xx(x->data, T, p), mean(reserve_space_1->data, C);
         Tensor3 sdy(sum_dy->data, C), sdyxc(sum_dyxc->data, C);
-        runtime::CallContext ctx;
+        on_device(on_cuda, {&dy, &xx, &mean, &sdy, &sdyxc});
         int rc = v->fn(&ctx, &dy.buf, &xx.buf, &mean.buf, &sdy.buf, &sdyxc.buf);
         if (rc != 0) return kernel_failed(status, v->name, rc, ctx);
         *count = p.N * p.S;
@@ -93,21 +92,23 @@ fbngrad_code fbngrad_split_phase_apply(const fbngrad_tensor *y_backprop, const f
         fbngrad_code code = validate_apply(y_backprop, x, scale, reserve_space_1, reserve_space_2, sum_dy, sum_dyxc,
                                            count, a, x_backprop, scale_backprop, offset_backprop, &p, &msg);
         if (code != FBNGRAD_OK) return set_status(status, code, msg);
-        if (p.device != FBNGRAD_CPU) return not_on_cuda(status);
+        const bool on_cuda = p.device == FBNGRAD_CUDA;
+        runtime::CallContext ctx;
+        code = begin_call(on_cuda, &ctx, status);
+        if (code != FBNGRAD_OK) return code;
 
         // No element anywhere (count = 0, so this shard is empty too): the
         // fused op's empty-batch answer. No channel: nothing to compute.
-        if (count == 0 || p.C == 0) {
-            std::fill_n(static_cast<float *>(scale_backprop->data), p.C, 0.0f);
-            std::fill_n(static_cast<float *>(offset_backprop->data), p.C, 0.0f);
-            return set_status(status, FBNGRAD_OK, "");
-        }
+        if (count == 0 || p.C == 0)
+            return zeros_done(status, zero_channels(on_cuda, ctx, p.C, {scale_backprop->data, offset_backprop->data}));
 
         const ApplyVariant *v = select_apply_variant(p.dtype, p.layout, a.is_training != 0, p.device, &msg);
         if (!v) return set_status(status, FBNGRAD_NOT_FOUND, msg);
 
         // This shard may be empty while others are not: the kernel then
-        // computes scale_backprop and offset_backprop only.
+        // computes scale_backprop and offset_backprop only. (On CUDA its
+        // x_backprop launch then has an empty grid; that this is harmless is
+        // what CudaSplitPhase.EmptyShard checks on a GPU: not yet run.)
         runtime::install_halide_handlers();
         const halide_type_t T = halide_type(p.dtype);
         const int32_t C = int32_t(p.C);
@@ -116,7 +117,7 @@ fbngrad_code fbngrad_split_phase_apply(const fbngrad_tensor *y_backprop, const f
         Tensor3 sc(scale->data, C), mean(reserve_space_1->data, C), rs2(reserve_space_2->data, C);
         Tensor3 sdy(sum_dy->data, C), sdyxc(sum_dyxc->data, C);
         Tensor3 sb(scale_backprop->data, C), ob(offset_backprop->data, C);
-        runtime::CallContext ctx;
+        on_device(on_cuda, {&dy, &xx, &xb, &sc, &mean, &rs2, &sdy, &sdyxc, &sb, &ob});
         int rc = v->fn(&ctx, &dy.buf, &xx.buf, &sc.buf, &mean.buf, &rs2.buf, a.epsilon,
                        a.reserve_space_2_is == FBNGRAD_RS2_INVERSE_STD, &sdy.buf, &sdyxc.buf, count, &xb.buf,
                        &sb.buf, &ob.buf);

@@ -1,9 +1,10 @@
 // The split-phase variants (from the variant table, cmake/split_phase_variants.cmake)
 // and their dispatch. The rule: take the ISA the fused op's dispatcher picks
 // for the same dtype, layout, mode and device (dispatch.h: the CPU's best, or
-// the forced one), and use the split-phase variant of that ISA. So the split
-// phase follows FBNGRAD_ISA / fbngrad_force_isa like the fused op, and on one
-// worker reduce + apply run the fused variant's schedule and give its bits.
+// the forced one; for CUDA tensors the CUDA row), and use the split-phase
+// variant of that ISA and device. So the split phase follows FBNGRAD_ISA /
+// fbngrad_force_isa like the fused op, and on one worker reduce + apply run
+// the fused variant's schedule and give its bits.
 #pragma once
 
 #include <string>

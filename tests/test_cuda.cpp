@@ -2,7 +2,8 @@
 // on the same edge shapes as the CPU variants (edge_shapes.h), in both
 // reserve_space_2 conventions; and the CUDA API around them: device tensors
 // used in place, the caller's context and stream, the zero-element case,
-// repeatable bits. Without a usable CUDA device these are skipped, with the
+// repeatable bits; and the split phase (reduce + apply) on device tensors, the
+// sums staying on the device. Without a usable CUDA device these are skipped, with the
 // reason (ctest reports them as skipped); CudaDetection runs everywhere and
 // checks that the library and the dispatcher agree on whether there is one.
 #include <gtest/gtest.h>
@@ -101,6 +102,31 @@ struct DeviceProblem {
                        tv = on_device(tp.vec(rs2.data()));
         fbngrad_tensor tsb = on_device(tp.vec(sb.data())), tob = on_device(tp.vec(ob.data()));
         return fbngrad_fused_batch_norm_grad_v2(&tdy, &tx, &tsc, &tm, &tv, &tp.attrs, &txb, &tsb, &tob, st);
+    }
+    // The split phase on one worker: reduce into device sums, then apply with
+    // its own count (what an allreduce over one worker leaves). The sums stay
+    // on the device, in sum_dy / sum_dyxc; *count is the host's.
+    fbngrad_code run_split(const DeviceMem &sum_dy, const DeviceMem &sum_dyxc, int64_t *count, fbngrad_status *st) {
+        fbngrad_code rc = reduce(sum_dy, sum_dyxc, count, st);
+        return rc != FBNGRAD_OK ? rc : apply(sum_dy, sum_dyxc, *count, st);
+    }
+    fbngrad_code reduce(const DeviceMem &sum_dy, const DeviceMem &sum_dyxc, int64_t *count, fbngrad_status *st) {
+        fbngrad_tensor tdy = dev(tp.tensor(dy.data())), tx = dev(tp.tensor(x.data())), tm = dev(tp.vec(mean.data()));
+        fbngrad_tensor tsdy = dev(tp.vec(sum_dy.data())), tsdyxc = dev(tp.vec(sum_dyxc.data()));
+        return fbngrad_split_phase_reduce(&tdy, &tx, &tm, &tsdy, &tsdyxc, count, st);
+    }
+    fbngrad_code apply(const DeviceMem &sum_dy, const DeviceMem &sum_dyxc, int64_t count, fbngrad_status *st) {
+        fbngrad_tensor tdy = dev(tp.tensor(dy.data())), tx = dev(tp.tensor(x.data())),
+                       txb = dev(tp.tensor(xb.data()));
+        fbngrad_tensor tsc = dev(tp.vec(scale.data())), tm = dev(tp.vec(mean.data())), tv = dev(tp.vec(rs2.data()));
+        fbngrad_tensor tsdy = dev(tp.vec(sum_dy.data())), tsdyxc = dev(tp.vec(sum_dyxc.data()));
+        fbngrad_tensor tsb = dev(tp.vec(sb.data())), tob = dev(tp.vec(ob.data()));
+        return fbngrad_split_phase_apply(&tdy, &tx, &tsc, &tm, &tv, &tsdy, &tsdyxc, count, &tp.attrs, &txb, &tsb,
+                                         &tob, st);
+    }
+    static fbngrad_tensor dev(fbngrad_tensor t) {
+        t.device = FBNGRAD_CUDA;
+        return t;
     }
     // Waits for the kernels, then copies the outputs into the TestProblem.
     void download_outputs() {
@@ -228,6 +254,115 @@ TEST_F(CudaApi, ZeroElementsZeroTheChannelOutputs) {
     EXPECT_EQ(tp.ob, std::vector<float>(37, 0.0f));
 }
 
+using CudaSplitPhase = CudaTest;
+
+// Device memory for C float sums, filled with a sentinel (so that a test sees what was written).
+struct DeviceSums {
+    DeviceMem dy, dyxc;
+    explicit DeviceSums(int64_t C) : dy(4 * size_t(C)), dyxc(4 * size_t(C)) {
+        const std::vector<float> sentinel(size_t(C), -555.0f);
+        dy.upload(sentinel.data());
+        dyxc.upload(sentinel.data());
+    }
+    std::vector<float> download(const DeviceMem &m) const {
+        std::vector<float> v(m.bytes / 4);
+        EXPECT_EQ(drv().cuCtxSynchronize(), 0);
+        m.download(v.data());
+        return v;
+    }
+};
+
+// One worker: reduce + apply on the device give the fused CUDA call's bits
+// (the same schedule, split at the sums), match the reference, and the device
+// sums match the CPU split phase's.
+TEST_F(CudaSplitPhase, MatchesTheFusedCudaCallAndTheCpu) {
+    struct Shape {
+        fbngrad_dtype dtype;
+        fbngrad_layout layout;
+        std::vector<int64_t> shape;
+        bool training;
+    };
+    for (const Shape &sh : {Shape{FBNGRAD_FLOAT32, FBNGRAD_NHWC, {4, 9, 11, 40}, true},
+                            Shape{FBNGRAD_BFLOAT16, FBNGRAD_NCHW, {3, 24, 10, 10}, false},
+                            Shape{FBNGRAD_FLOAT16, FBNGRAD_NHWC, {2, 33, 35, 7}, true},
+                            Shape{FBNGRAD_FLOAT32, FBNGRAD_NCHW, {2, 5, 70, 70}, true}}) {
+        TestProblem split(sh.dtype, sh.layout, sh.shape, sh.training);
+        TestProblem fused(sh.dtype, sh.layout, sh.shape, sh.training), cpu(sh.dtype, sh.layout, sh.shape, sh.training);
+        SCOPED_TRACE(split.describe());
+        const int64_t C = split.p.channels();
+        fbngrad_status st;
+        DeviceSums sums(C);
+        int64_t count = -1;
+        {
+            DeviceProblem d(split);
+            ASSERT_TRUE(d.allocated());
+            ASSERT_EQ(d.run_split(sums.dy, sums.dyxc, &count, &st), FBNGRAD_OK) << st.message;
+            d.download_outputs();
+        }
+        {
+            DeviceProblem d(fused);
+            ASSERT_TRUE(d.allocated());
+            ASSERT_EQ(d.run(&st), FBNGRAD_OK) << st.message;
+            d.download_outputs();
+        }
+        EXPECT_EQ(count, split.p.elements() / C);
+        EXPECT_EQ(split.xb, fused.xb);
+        EXPECT_EQ(split.sb, fused.sb);
+        EXPECT_EQ(split.ob, fused.ob);
+        ref::Comparison r = split.check();
+        EXPECT_TRUE(r.ok()) << r.mismatches << " mismatches, first " << r.first_mismatch;
+
+        // The CPU's sums: the same values up to the order of the additions.
+        std::vector<float> cdy(static_cast<size_t>(C)), cdyxc(static_cast<size_t>(C));
+        fbngrad_tensor tdy = cpu.tensor(cpu.dy.data()), tx = cpu.tensor(cpu.x.data()), tm = cpu.vec(cpu.mean.data());
+        fbngrad_tensor tsdy = cpu.vec(cdy.data()), tsdyxc = cpu.vec(cdyxc.data());
+        int64_t cpu_count = -1;
+        ASSERT_EQ(fbngrad_split_phase_reduce(&tdy, &tx, &tm, &tsdy, &tsdyxc, &cpu_count, &st), FBNGRAD_OK)
+            << st.message;
+        EXPECT_EQ(cpu_count, count);
+        const std::vector<float> gdy = sums.download(sums.dy), gdyxc = sums.download(sums.dyxc);
+        for (int64_t c = 0; c < C; ++c) {
+            const double tol = 1e-4 * double(count);
+            EXPECT_NEAR(gdy[c], cdy[c], tol) << "sum_dy[" << c << "]";
+            EXPECT_NEAR(gdyxc[c], cdyxc[c], 4 * tol) << "sum_dyxc[" << c << "]";
+        }
+    }
+}
+
+// An empty shard: reduce writes zero sums on the device and count 0; apply
+// with the other workers' sums and count gives their scale/offset backprop.
+TEST_F(CudaSplitPhase, EmptyShard) {
+    TestProblem full(FBNGRAD_FLOAT32, FBNGRAD_NHWC, {3, 4, 4, 37}, true);
+    TestProblem empty(FBNGRAD_FLOAT32, FBNGRAD_NHWC, {0, 4, 4, 37}, true);
+    // The empty shard shares the batch statistics of the full one.
+    empty.scale = full.scale;
+    empty.mean = full.mean;
+    empty.rs2 = full.rs2;
+    empty.bind();
+    fbngrad_status st;
+    DeviceSums full_sums(37), empty_sums(37);
+    int64_t count = -1, empty_count = -1;
+    DeviceProblem df(full), de(empty);
+    ASSERT_TRUE(df.allocated() && de.allocated());
+    ASSERT_EQ(de.reduce(empty_sums.dy, empty_sums.dyxc, &empty_count, &st), FBNGRAD_OK) << st.message;
+    EXPECT_EQ(empty_count, 0);
+    EXPECT_EQ(empty_sums.download(empty_sums.dy), std::vector<float>(37, 0.0f));
+    EXPECT_EQ(empty_sums.download(empty_sums.dyxc), std::vector<float>(37, 0.0f));
+
+    ASSERT_EQ(df.run_split(full_sums.dy, full_sums.dyxc, &count, &st), FBNGRAD_OK) << st.message;
+    ASSERT_EQ(de.apply(full_sums.dy, full_sums.dyxc, count, &st), FBNGRAD_OK) << st.message;
+    df.download_outputs();
+    de.download_outputs();
+    EXPECT_EQ(empty.sb, full.sb);
+    EXPECT_EQ(empty.ob, full.ob);
+
+    // No element anywhere: zeros, no kernel.
+    ASSERT_EQ(de.apply(empty_sums.dy, empty_sums.dyxc, 0, &st), FBNGRAD_OK) << st.message;
+    de.download_outputs();
+    EXPECT_EQ(empty.sb, std::vector<float>(37, 0.0f));
+    EXPECT_EQ(empty.ob, std::vector<float>(37, 0.0f));
+}
+
 // Without a GPU: no CUDA variant is supported or selected, and CUDA tensors
 // get the documented error, never Halide's. With one: all of them are.
 TEST(CudaDetection, LibraryAndDispatcherAgree) {
@@ -249,34 +384,61 @@ TEST(CudaDetection, LibraryAndDispatcherAgree) {
     std::printf("CUDA %s%s\n", available ? "available" : "not available: ", fbngrad_cuda_unavailable_reason());
 }
 
+// A TestProblem's host pointers labelled CUDA, for the tests without a
+// device: they must never be dereferenced.
+struct MislabelledTensors {
+    fbngrad_tensor dy, x, xb, sc, m, v, sb, ob;
+    explicit MislabelledTensors(TestProblem &tp)
+        : dy(DeviceProblem::dev(tp.tensor(tp.dy.data()))), x(DeviceProblem::dev(tp.tensor(tp.x.data()))),
+          xb(DeviceProblem::dev(tp.tensor(tp.xb.data()))), sc(DeviceProblem::dev(tp.vec(tp.scale.data()))),
+          m(DeviceProblem::dev(tp.vec(tp.mean.data()))), v(DeviceProblem::dev(tp.vec(tp.rs2.data()))),
+          sb(DeviceProblem::dev(tp.vec(tp.sb.data()))), ob(DeviceProblem::dev(tp.vec(tp.ob.data()))) {}
+};
+
 TEST(CudaDetection, CudaTensorsWithoutADeviceGetTheDocumentedError) {
     if (fbngrad_cuda_available()) GTEST_SKIP() << "a CUDA device is available";
     TestProblem tp(FBNGRAD_FLOAT32, FBNGRAD_NCHW, {2, 3, 4, 5}, true);
     const auto xb_before = tp.xb;
-    auto on_device = [](fbngrad_tensor t) {
-        t.device = FBNGRAD_CUDA;
-        return t;
-    };
-    // Host pointers labelled CUDA: they must never be dereferenced.
-    fbngrad_tensor dy = on_device(tp.tensor(tp.dy.data())), x = on_device(tp.tensor(tp.x.data())),
-                   xb = on_device(tp.tensor(tp.xb.data()));
-    fbngrad_tensor sc = on_device(tp.vec(tp.scale.data())), m = on_device(tp.vec(tp.mean.data())),
-                   v = on_device(tp.vec(tp.rs2.data())), sb = on_device(tp.vec(tp.sb.data())),
-                   ob = on_device(tp.vec(tp.ob.data()));
+    MislabelledTensors t(tp);
     fbngrad_status st;
-    EXPECT_EQ(fbngrad_fused_batch_norm_grad_v2(&dy, &x, &sc, &m, &v, &tp.attrs, &xb, &sb, &ob, &st),
+    EXPECT_EQ(fbngrad_fused_batch_norm_grad_v2(&t.dy, &t.x, &t.sc, &t.m, &t.v, &tp.attrs, &t.xb, &t.sb, &t.ob, &st),
               FBNGRAD_UNAVAILABLE);
     EXPECT_STREQ(st.message, "no CUDA device available");
     EXPECT_EQ(tp.xb, xb_before);
     EXPECT_EQ(tp.sb, std::vector<float>(tp.sb.size(), -777.0f));
     // Also for zero elements: TensorFlow's early return comes after the device check.
     tp.p.shape[0] = 0;
-    dy = on_device(tp.tensor(tp.dy.data()));
-    x = on_device(tp.tensor(tp.x.data()));
-    xb = on_device(tp.tensor(tp.xb.data()));
-    EXPECT_EQ(fbngrad_fused_batch_norm_grad_v2(&dy, &x, &sc, &m, &v, &tp.attrs, &xb, &sb, &ob, &st),
+    t = MislabelledTensors(tp);
+    EXPECT_EQ(fbngrad_fused_batch_norm_grad_v2(&t.dy, &t.x, &t.sc, &t.m, &t.v, &tp.attrs, &t.xb, &t.sb, &t.ob, &st),
               FBNGRAD_UNAVAILABLE);
     EXPECT_EQ(tp.sb, std::vector<float>(tp.sb.size(), -777.0f));
+}
+
+// The split phase's CUDA tensors likewise: the error, and nothing written (the
+// sums, the count and the outputs), also for an empty shard.
+TEST(CudaDetection, SplitPhaseCudaTensorsWithoutADeviceGetTheDocumentedError) {
+    if (fbngrad_cuda_available()) GTEST_SKIP() << "a CUDA device is available";
+    for (int64_t n : {2, 0}) {
+        TestProblem tp(FBNGRAD_FLOAT32, FBNGRAD_NHWC, {n, 3, 4, 5}, true);
+        const auto xb_before = tp.xb;
+        std::vector<float> sdy(5, -555.0f), sdyxc(5, -555.0f);
+        MislabelledTensors t(tp);
+        fbngrad_tensor tsdy = DeviceProblem::dev(tp.vec(sdy.data())), tsdyxc = DeviceProblem::dev(tp.vec(sdyxc.data()));
+        fbngrad_status st;
+        int64_t count = -1;
+        EXPECT_EQ(fbngrad_split_phase_reduce(&t.dy, &t.x, &t.m, &tsdy, &tsdyxc, &count, &st), FBNGRAD_UNAVAILABLE);
+        EXPECT_STREQ(st.message, "no CUDA device available");
+        EXPECT_EQ(count, -1);
+        EXPECT_EQ(sdy, std::vector<float>(5, -555.0f));
+        EXPECT_EQ(sdyxc, std::vector<float>(5, -555.0f));
+        EXPECT_EQ(fbngrad_split_phase_apply(&t.dy, &t.x, &t.sc, &t.m, &t.v, &tsdy, &tsdyxc, 24, &tp.attrs, &t.xb, &t.sb,
+                                            &t.ob, &st),
+                  FBNGRAD_UNAVAILABLE);
+        EXPECT_STREQ(st.message, "no CUDA device available");
+        EXPECT_EQ(tp.xb, xb_before);
+        EXPECT_EQ(tp.sb, std::vector<float>(5, -777.0f));
+        EXPECT_EQ(tp.ob, std::vector<float>(5, -777.0f));
+    }
 }
 
 }  // namespace

@@ -5,6 +5,10 @@
 #     x_backprop, where there is one) inside gpu_block loops, kernels launched,
 #     and nothing copied to the host (every Func runs on the device: a Func left
 #     on the CPU would need its inputs copied back).
+#     Split-phase variants, known by their names: fbng_reduce_* has the chunk
+#     sums and no x_backprop (its 2-D thread blocks are NHWC's; NCHW's sums
+#     use 1-D ones), fbng_apply_* has x_backprop and no chunk sums (it takes
+#     the sums as inputs).
 #   cmake -DCHECK=ptxas -DNAME=<variant> -DPTX=<.device_code> -DPTXAS=<ptxas or empty> -DARCH=sm_90 -DOUT=<dir> -P ...
 #     the embedded PTX assembles for ARCH; without ptxas it says "ptxas not found"
 #     and passes, which ctest turns into "skipped" (SKIP_REGULAR_EXPRESSION).
@@ -36,14 +40,29 @@ if (CHECK STREQUAL "schedule")
     count_lines(to_host "${STMT}" "halide_copy_to_host")
     message(STATUS "${NAME}: ${blocks} gpu_block loops, gpu_thread x/y ${threads_x}/${threads_y}, "
                    "${launches} kernel launches, ${to_host} copies to the host")
-    if (blocks LESS 1 OR threads_x LESS 1 OR threads_y LESS 1)
+    set(sums_phase ON)
+    set(outputs_phase ON)
+    set(two_d ON)
+    if (NAME MATCHES "^fbng_reduce_")
+        set(outputs_phase OFF)
+        if (NAME MATCHES "_nchw_")
+            set(two_d OFF)
+        endif ()
+    elseif (NAME MATCHES "^fbng_apply_")
+        set(sums_phase OFF)
+    endif ()
+    if (blocks LESS 1 OR threads_x LESS 1 OR (two_d AND threads_y LESS 1))
         fail("expected gpu_block loops and 2-D gpu_thread loops in ${CONCEPTUAL}")
     endif ()
-    if (chunk LESS 1)
+    if (sums_phase AND chunk LESS 1)
         fail("the chunk sums (partial_intm update) are not a gpu_block loop")
+    elseif (NOT sums_phase AND chunk GREATER 0)
+        fail("the apply phase computes chunk sums (it should take the sums as inputs)")
     endif ()
-    if (xb LESS 1)
+    if (outputs_phase AND xb LESS 1)
         fail("x_backprop is not a gpu_block loop")
+    elseif (NOT outputs_phase AND xb GREATER 0)
+        fail("the reduce phase has an x_backprop loop")
     endif ()
     if (launches LESS 1)
         fail("no halide_cuda_run in ${STMT}")
