@@ -52,6 +52,8 @@ const Shape kShapes[] = {
     {32, 14, 14, 256}, {32, 14, 14, 1024}, {32, 7, 7, 512}, {32, 7, 7, 2048},
     // mobile-sized
     {1, 56, 56, 24}, {4, 28, 28, 32}, {8, 14, 14, 96},
+    // few channels (stems, grouped convolutions): below one vector of channels
+    {32, 28, 28, 8},
 };
 
 // The size sweep: float32 NHWC, C = 64, H = W, about 1e4 to 1e8 elements in steps of ~2x

@@ -1,5 +1,8 @@
 // fbngrad through its C API: "fbngrad" is the dispatcher's pick, "fbngrad-<isa>" the
-// dispatch restricted to one ISA of the variant table (fbngrad_force_isa) that this CPU runs.
+// dispatch restricted to one ISA of the variant table (fbngrad_force_isa) that this CPU runs,
+// and, in a build with tuned schedules (generators/tuned/), "fbngrad-hand": the
+// dispatcher's ISA with the hand schedule (fbngrad_force_variant), the "before" of tuning.
+#include <algorithm>
 #include <set>
 
 #include "peer.h"
@@ -16,6 +19,7 @@ const std::string &startup_isa() {
 class FbngradRunner : public Runner {
 public:
     FbngradRunner(const Inputs &in, const Case &cs, Outputs &o) : cs_(cs) {
+        std::copy(in.dims, in.dims + 4, dims_);
         const int64_t c[1] = {in.s.c};
         auto t = [&](const void *p, fbngrad_dtype d, int rank, const int64_t *dims) {
             return fbngrad_make_tensor(const_cast<void *>(p), d, rank, dims, in.layout);
@@ -34,6 +38,18 @@ public:
     }
     ~FbngradRunner() override {
         if (forced_) fbngrad_force_isa(startup_isa().c_str(), nullptr);
+        if (forced_variant_) fbngrad_force_variant("", nullptr);
+    }
+    // Runs the hand-scheduled variant of the case's row for the runner's lifetime.
+    bool force_hand_schedule(std::string *err) {
+        const fbngrad_variant_info *v = fbngrad_selected_variant(cs_.dtype, cs_.layout, cs_.training, FBNGRAD_CPU);
+        fbngrad_status st;
+        if (!v || fbngrad_force_variant(v->name, &st) != FBNGRAD_OK) {
+            *err = v ? "fbngrad_force_variant: " + std::string(st.message) : "no variant";
+            return false;
+        }
+        forced_variant_ = true;
+        return true;
     }
     // Restricts dispatch to `isa` for the runner's lifetime.
     bool force(const std::string &isa, std::string *err) {
@@ -54,13 +70,15 @@ public:
         return false;
     }
     std::string label() const override {
-        const fbngrad_variant_info *v = fbngrad_selected_variant(cs_.dtype, cs_.layout, cs_.training, FBNGRAD_CPU);
+        const fbngrad_variant_info *v =
+            fbngrad_selected_variant_for_shape(cs_.dtype, cs_.layout, cs_.training, FBNGRAD_CPU, 4, dims_);
         return v ? v->name : "(no variant)";
     }
 
 private:
     Case cs_;
-    bool forced_ = false;
+    int64_t dims_[4];
+    bool forced_ = false, forced_variant_ = false;
     fbngrad_tensor dy_, x_, scale_, mean_, var_, dx_, sb_, ob_;
     fbngrad_attrs attrs_;
 };
@@ -75,6 +93,9 @@ std::vector<Peer> fbngrad_peers() {
         const fbngrad_variant_info *v = fbngrad_variant(i);
         if (v && v->device == FBNGRAD_CPU && v->supported && seen.insert(v->isa).second) isas.push_back(v->isa);
     }
+    bool tuned = false;
+    for (int32_t i = 0; i < fbngrad_variant_count(); ++i)
+        tuned |= fbngrad_variant(i)->supported && *fbngrad_variant(i)->shape_classes != 0;
     auto supported = [](const Case &) { return std::string(); };
     auto threads = [](int n) { fbngrad_set_num_threads(n); };
     std::vector<Peer> out;
@@ -88,6 +109,14 @@ std::vector<Peer> fbngrad_peers() {
                        [isa](const Inputs &in, const Case &cs, Outputs &o, std::string *err) -> std::unique_ptr<Runner> {
                            auto r = std::make_unique<FbngradRunner>(in, cs, o);
                            if (!r->force(isa, err)) return nullptr;
+                           return r;
+                       },
+                       threads, true});
+    if (tuned)
+        out.push_back({"fbngrad-hand", supported,
+                       [](const Inputs &in, const Case &cs, Outputs &o, std::string *err) -> std::unique_ptr<Runner> {
+                           auto r = std::make_unique<FbngradRunner>(in, cs, o);
+                           if (!r->force_hand_schedule(err)) return nullptr;
                            return r;
                        },
                        threads, true});

@@ -16,6 +16,7 @@ struct Knobs {
     int vector_multiple = 0;  // vector width = multiple * natural float32 lanes
     int rows_per_block = 0;   // NHWC: rows summed per partial-sum block (the rfactor split)
     int rows_per_task = 0;    // NHWC: rows of x_backprop per parallel task
+    int elements_per_task = 0;  // x86 NCHW: planes are grouped into tasks of at least this many elements
 };
 
 struct BnGradOutputs {

@@ -16,6 +16,7 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
     const int vec = t.natural_vector_size<float>() * (k.vector_multiple > 0 ? k.vector_multiple : 1);
     const int rows_per_block = k.rows_per_block > 0 ? k.rows_per_block : 256;
     const int rows_per_task = k.rows_per_task > 0 ? k.rows_per_task : 64;
+    const int elements_per_task = k.elements_per_task > 0 ? k.elements_per_task : 16384;
     const TailStrategy guard = TailStrategy::GuardWithIf;
     Var &c = f.c, &s = f.s, &n = f.n;
 
@@ -59,9 +60,9 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
         }
     } else {
         // Small planes (7x7 = 49 elements) would make one tiny task each: group
-        // planes so that a task covers at least ~16K elements.
+        // planes so that a task covers at least elements_per_task (16K) elements.
         Var cn("cn"), cno("cno"), cni("cni");
-        Expr planes_per_task = max(1, 16384 / max(f.S, 1));
+        Expr planes_per_task = max(1, elements_per_task / max(f.S, 1));
         if (f.computes_sums()) {
             // NCHW: each (c, n) plane is contiguous; sum it with vector lanes along
             // s (rfactor into `lanes`), then add the lanes. (c, n) planes are the

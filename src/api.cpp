@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cuda_availability.h"
+#include "cuda_call.h"
 #include "cuda_context.h"
 #include "dispatch.h"
 #include "fbngrad/fbngrad.h"
@@ -56,28 +57,17 @@ fbngrad_code fbngrad_fused_batch_norm_grad_v2(const fbngrad_tensor *y_backprop, 
         // call's context and stream (runtime/cuda_context.h).
         const bool on_cuda = p.device == FBNGRAD_CUDA;
         runtime::CallContext ctx;
-        if (on_cuda) {
-            if (!runtime::cuda_available()) return set_status(status, FBNGRAD_UNAVAILABLE, runtime::kNoCudaDevice);
-            if (!runtime::prepare_cuda_call(&ctx, &msg))
-                return set_status(status, FBNGRAD_INTERNAL, "no CUDA context for the call: " + msg);
-        }
+        code = begin_call(on_cuda, &ctx, status);
+        if (code != FBNGRAD_OK) return code;
 
         // TensorFlow returns before choosing a kernel when x is empty.
         if (p.elements == 0) {
-            if (on_cuda) {
-                for (fbngrad_tensor *t : {scale_backprop, offset_backprop}) {
-                    if (p.C == 0) break;
-                    std::string err = runtime::zero_device_floats(ctx, t->data, size_t(p.C));
-                    if (!err.empty()) return set_status(status, FBNGRAD_INTERNAL, err);
-                }
-                return set_status(status, FBNGRAD_OK, "");
-            }
-            std::fill_n(static_cast<float *>(scale_backprop->data), p.C, 0.0f);
-            std::fill_n(static_cast<float *>(offset_backprop->data), p.C, 0.0f);
-            return set_status(status, FBNGRAD_OK, "");
+            msg = zero_channels(on_cuda, ctx, p.C, {scale_backprop->data, offset_backprop->data});
+            return msg.empty() ? set_status(status, FBNGRAD_OK, "") : set_status(status, FBNGRAD_INTERNAL, msg);
         }
 
-        const Variant *v = select_variant(p.dtype, p.layout, a.is_training != 0, p.device, &msg);
+        const ShapeClass k = shape_class_of(p);
+        const Variant *v = select_variant(p.dtype, p.layout, a.is_training != 0, p.device, &msg, &k);
         if (!v) return set_status(status, FBNGRAD_NOT_FOUND, msg);
 
         runtime::install_halide_handlers();
@@ -86,14 +76,10 @@ fbngrad_code fbngrad_fused_batch_norm_grad_v2(const fbngrad_tensor *y_backprop, 
         Tensor3 dy(y_backprop->data, T, p), xx(x->data, T, p), xb(x_backprop->data, T, p);
         Tensor3 sc(scale->data, C), mean(reserve_space_1->data, C), rs2(reserve_space_2->data, C);
         Tensor3 sb(scale_backprop->data, C), ob(offset_backprop->data, C);
-        if (on_cuda)
-            for (Tensor3 *t : {&dy, &xx, &xb, &sc, &mean, &rs2, &sb, &ob}) runtime::make_device_buffer(&t->buf);
+        on_device(on_cuda, {&dy, &xx, &xb, &sc, &mean, &rs2, &sb, &ob});
         int rc = v->fn(&ctx, &dy.buf, &xx.buf, &sc.buf, &mean.buf, &rs2.buf, a.epsilon,
                        a.reserve_space_2_is == FBNGRAD_RS2_INVERSE_STD, &xb.buf, &sb.buf, &ob.buf);
-        if (rc != 0)
-            return set_status(status, FBNGRAD_INTERNAL,
-                              std::string(v->info.name) + " failed (Halide error " + std::to_string(rc) +
-                                  "): " + (ctx.error.empty() ? "no message" : ctx.error));
+        if (rc != 0) return kernel_failed(status, v->info.name, rc, ctx);
         return set_status(status, FBNGRAD_OK, "");
     } catch (const std::exception &e) {  // e.g. std::bad_alloc: never across the C API
         return set_status(status, FBNGRAD_INTERNAL, std::string("internal error: ") + e.what());
@@ -118,6 +104,34 @@ const fbngrad_variant_info *fbngrad_selected_variant(fbngrad_dtype dtype, fbngra
     std::string why;
     const Variant *v = select_variant(dtype, layout, is_training != 0, device, &why);
     return v ? &v->info : nullptr;
+}
+
+const fbngrad_variant_info *fbngrad_selected_variant_for_shape(fbngrad_dtype dtype, fbngrad_layout layout,
+                                                               int32_t is_training, fbngrad_device device,
+                                                               int32_t rank, const int64_t *shape) {
+    if (!valid_dtype(enum_bits(dtype)) || !valid_layout(enum_bits(layout)) ||
+        (enum_bits(device) != FBNGRAD_CPU && enum_bits(device) != FBNGRAD_CUDA) || (rank != 4 && rank != 5) ||
+        !shape)
+        return nullptr;
+    fbngrad_tensor x{};
+    x.dtype = dtype;
+    x.layout = layout;
+    x.device = device;
+    x.rank = rank;
+    for (int d = 0; d < rank; ++d) {
+        if (shape[d] < 0) return nullptr;
+        x.shape[d] = shape[d];
+    }
+    const ShapeClass k = shape_class_of(problem_of(x));
+    std::string why;
+    const Variant *v = select_variant(dtype, layout, is_training != 0, device, &why, &k);
+    return v ? &v->info : nullptr;
+}
+
+fbngrad_code fbngrad_force_variant(const char *name, fbngrad_status *status) {
+    std::string msg;
+    if (!force_variant(name ? name : "", &msg)) return set_status(status, FBNGRAD_INVALID_ARGUMENT, msg);
+    return set_status(status, FBNGRAD_OK, "");
 }
 
 fbngrad_code fbngrad_force_isa(const char *isa, fbngrad_status *status) {

@@ -11,11 +11,29 @@
 namespace fbngrad {
 namespace {
 
+// "cache,dram" -> the classes' bits (the build writes known names only).
+uint32_t class_mask(const char *list) {
+    uint32_t m = 0;
+    std::string s(list);
+    for (size_t a = 0; a <= s.size();) {
+        size_t b = s.find(',', a);
+        if (b == std::string::npos) b = s.size();
+        ShapeClass k;
+        if (parse_shape_class(s.substr(a, b - a).c_str(), &k)) m |= 1u << int(k);
+        a = b + 1;
+    }
+    return m;
+}
+
 std::vector<Variant> build_table() {
     std::vector<Variant> t;
 #define FBNGRAD_VARIANT(name, dtype, layout, training, isa, device) \
-    t.push_back(Variant{{#name, dtype, layout, training, #isa, device, cpu_has(Isa::isa) ? 1 : 0}, Isa::isa, name});
+    t.push_back(Variant{{#name, dtype, layout, training, #isa, device, cpu_has(Isa::isa) ? 1 : 0, ""}, Isa::isa, name});
+#define FBNGRAD_TUNED_VARIANT(name, dtype, layout, training, isa, device, classes)                                  \
+    t.push_back(Variant{{#name, dtype, layout, training, #isa, device, cpu_has(Isa::isa) ? 1 : 0, classes}, Isa::isa, \
+                        name, class_mask(classes)});
 #include "fbngrad_variants.inc"
+#undef FBNGRAD_TUNED_VARIANT
 #undef FBNGRAD_VARIANT
     return t;
 }
@@ -59,9 +77,31 @@ void read_environment_once() {
     });
 }
 
+// -1: none; otherwise the index of the variant forced for its row (force_variant).
+std::atomic<int> g_forced_variant{-1};
+
 }  // namespace
 
 int variant_count() { return int(table().size()); }
+
+bool force_variant(const std::string &name, std::string *msg) {
+    if (name.empty()) {
+        g_forced_variant = -1;
+        return true;
+    }
+    for (int i = 0; i < variant_count(); ++i) {
+        const Variant &v = table()[i];
+        if (name != v.info.name) continue;
+        if (!v.info.supported) {
+            *msg = "this machine cannot run " + name;
+            return false;
+        }
+        g_forced_variant = i;
+        return true;
+    }
+    *msg = "no compiled variant is named \"" + name + "\"";
+    return false;
+}
 const Variant &variant(int i) { return table()[i]; }
 
 bool force_isa(const std::string &name, std::string *msg) {
@@ -78,19 +118,27 @@ const char *forced_isa_name() {
 }
 
 const Variant *select_variant(fbngrad_dtype dtype, fbngrad_layout layout, bool is_training, fbngrad_device device,
-                              std::string *why) {
+                              std::string *why, const ShapeClass *shape_class) {
     read_environment_once();
     if (!g_env_error.empty() && !g_env_error_cleared) {
         *why = g_env_error;
         return nullptr;
     }
     const int forced = g_forced;
+    const auto same_row = [&](const fbngrad_variant_info &i) {
+        return i.dtype == dtype && i.layout == layout && (i.is_training != 0) == is_training && i.device == device;
+    };
+    const int fv = g_forced_variant;
+    if (fv >= 0 && same_row(table()[fv].info)) return &table()[fv];
     for (const Variant &v : table()) {
-        const fbngrad_variant_info &i = v.info;
-        if (i.dtype != dtype || i.layout != layout || (i.is_training != 0) != is_training || i.device != device) continue;
+        if (v.classes != 0 || !same_row(v.info)) continue;
         // A forced ISA restricts the CPU variants only; a CUDA variant needs a device.
-        const bool forced_cpu = forced >= 0 && i.device == FBNGRAD_CPU;
-        if (forced_cpu ? int(v.isa) == forced : cpu_has(v.isa)) return &v;
+        const bool forced_cpu = forced >= 0 && v.info.device == FBNGRAD_CPU;
+        if (!(forced_cpu ? int(v.isa) == forced : cpu_has(v.isa))) continue;
+        if (shape_class)
+            for (const Variant &t : table())
+                if (t.isa == v.isa && (t.classes >> int(*shape_class) & 1u) && same_row(t.info)) return &t;
+        return &v;
     }
     *why = "no compiled variant of fbngrad can run this problem on this machine";
     return nullptr;

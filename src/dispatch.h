@@ -1,12 +1,15 @@
 // The dispatcher: the compiled variants (from the variant table's X-macro
 // file) in priority order, and the rule that picks one. The rule, in full:
 // the first variant in table order whose dtype, layout, mode and device match
-// and whose ISA this CPU has (or, when an ISA is forced, whose ISA is that one).
+// and whose ISA this CPU has (or, when an ISA is forced, whose ISA is that one);
+// then, if a tuned variant of that same row serves the problem's shape class
+// (src/shape_class.h, cmake/tuned_variants.cmake), that tuned variant.
 #pragma once
 
 #include "HalideRuntime.h"
 #include "cpu_features.h"
 #include "fbngrad/fbngrad.h"
+#include "shape_class.h"
 
 namespace fbngrad {
 
@@ -20,14 +23,19 @@ struct Variant {
     fbngrad_variant_info info;
     Isa isa;
     KernelFn fn;
+    uint32_t classes = 0;  // tuned: bit k serves ShapeClass k; 0: hand-scheduled (every shape)
 };
 
 int variant_count();
 const Variant &variant(int i);
 
-// nullptr when nothing can run here; *why then says why.
+// nullptr when nothing can run here; *why then says why. Without a shape
+// class, the hand-scheduled variant.
 const Variant *select_variant(fbngrad_dtype dtype, fbngrad_layout layout, bool is_training, fbngrad_device device,
-                              std::string *why);
+                              std::string *why, const ShapeClass *shape_class = nullptr);
+
+// Forcing one variant for the problems of its row (fbngrad_force_variant).
+bool force_variant(const std::string &name, std::string *msg);
 
 // Forcing an ISA (tests, benchmarks, FBNGRAD_ISA).
 bool force_isa(const std::string &name, std::string *msg);

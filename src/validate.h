@@ -8,6 +8,7 @@
 #include <string>
 
 #include "fbngrad/fbngrad.h"
+#include "shape_class.h"
 
 namespace fbngrad {
 
@@ -23,6 +24,11 @@ struct CheckedProblem {
 // The kernels' view of a validated x (dtype, layout, device and shape already
 // checked): channels, batch and the merged spatial extent.
 CheckedProblem problem_of(const fbngrad_tensor &x);
+
+// The problem's shape class, for the dispatcher's choice among tuned schedules.
+inline ShapeClass shape_class_of(const CheckedProblem &p) {
+    return classify_shape(p.C, p.N * p.S, p.dtype == FBNGRAD_FLOAT32 ? 4 : 2);
+}
 
 // Largest tensor the 32-bit-indexed kernels accept: 2^31 - 2^16, not 2^31 - 1.
 // Halide indexes with int32 and checks (the .stmt asserts) that extent * stride

@@ -22,16 +22,25 @@ const fbngrad_variant_info *first_supported(fbngrad_dtype dt, fbngrad_layout l, 
     for (int i = 0; i < fbngrad_variant_count(); ++i) {
         const fbngrad_variant_info *v = fbngrad_variant(i);
         if (v->dtype == dt && v->layout == l && v->is_training == training && v->device == FBNGRAD_CPU &&
-            v->supported && (!isa || std::string(v->isa) == isa))
+            v->supported && !*v->shape_classes && (!isa || std::string(v->isa) == isa))
             return v;
     }
     return nullptr;
 }
 
+// The hand-scheduled variants come first; tuned ones (cmake/tuned_variants.cmake) follow.
+int hand_scheduled_count() {
+    int n = 0;
+    while (n < fbngrad_variant_count() && !*fbngrad_variant(n)->shape_classes) ++n;
+    for (int i = n; i < fbngrad_variant_count(); ++i)
+        EXPECT_STRNE(fbngrad_variant(i)->shape_classes, "") << "a hand-scheduled variant after a tuned one";
+    return n;
+}
+
 TEST(Variants, TableCoversEveryDtypeLayoutModeAndIsa) {
     // 3 dtypes x 2 layouts x 2 modes x this platform's ISAs (x86-64: 3, AArch64: 2).
     const int count = fbngrad::test::kVariantCount;
-    ASSERT_EQ(fbngrad_variant_count(), count);
+    ASSERT_EQ(hand_scheduled_count(), count);
     for (const char *isa : kCpuIsas)
         for (fbngrad_dtype dt : kDtypes)
             for (fbngrad_layout l : kLayouts)
@@ -39,12 +48,13 @@ TEST(Variants, TableCoversEveryDtypeLayoutModeAndIsa) {
                     int found = 0;
                     for (int i = 0; i < fbngrad_variant_count(); ++i) {
                         const fbngrad_variant_info *v = fbngrad_variant(i);
-                        found += v->dtype == dt && v->layout == l && v->is_training == t && std::string(v->isa) == isa;
+                        found += v->dtype == dt && v->layout == l && v->is_training == t &&
+                                 std::string(v->isa) == isa && !*v->shape_classes;
                     }
                     EXPECT_EQ(found, 1) << isa << " " << dt << " " << l << " " << t;
                 }
     EXPECT_EQ(fbngrad_variant(-1), nullptr);
-    EXPECT_EQ(fbngrad_variant(count), nullptr);
+    EXPECT_EQ(fbngrad_variant(fbngrad_variant_count()), nullptr);
 }
 
 TEST(Variants, TableIsInPriorityOrder) {
@@ -55,7 +65,9 @@ TEST(Variants, TableIsInPriorityOrder) {
                 size_t next = 0;
                 for (int i = 0; i < fbngrad_variant_count(); ++i) {
                     const fbngrad_variant_info *v = fbngrad_variant(i);
-                    if (v->dtype != dt || v->layout != l || v->is_training != t || v->device != FBNGRAD_CPU) continue;
+                    if (v->dtype != dt || v->layout != l || v->is_training != t || v->device != FBNGRAD_CPU ||
+                        *v->shape_classes)
+                        continue;
                     ASSERT_LT(next, std::size(kCpuIsas));
                     EXPECT_STREQ(v->isa, kCpuIsas[next++]) << v->name;
                 }

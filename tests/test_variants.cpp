@@ -23,19 +23,41 @@ struct VariantRow {
     fbngrad_layout layout;
     bool training;
     const char *isa;
+    bool tuned;  // a tuned schedule (cmake/tuned_variants.cmake): forced by name, on every shape
 };
 
-// The CPU rows of the table; test_cuda.cpp tests the CUDA ones.
+// The CPU rows of the table, hand-scheduled and tuned; test_cuda.cpp tests the CUDA ones.
 const std::vector<VariantRow> &variant_rows() {
     static const std::vector<VariantRow> rows = [] {
         std::vector<VariantRow> r;
 #define FBNGRAD_VARIANT(name, dtype, layout, training, isa, device) \
-    if (device == FBNGRAD_CPU) r.push_back({#name, dtype, layout, training != 0, #isa});
+    if (device == FBNGRAD_CPU) r.push_back({#name, dtype, layout, training != 0, #isa, false});
+#define FBNGRAD_TUNED_VARIANT(name, dtype, layout, training, isa, device, classes) \
+    if (device == FBNGRAD_CPU) r.push_back({#name, dtype, layout, training != 0, #isa, true});
 #include "fbngrad_variants.inc"
+#undef FBNGRAD_TUNED_VARIANT
 #undef FBNGRAD_VARIANT
         return r;
     }();
     return rows;
+}
+
+// Forces the row's ISA and the variant itself: a tuned variant must be right on
+// every shape, not only on those of the classes it was tuned for, and a
+// hand-scheduled one also on the shapes a tuned one takes over.
+bool force_row(const VariantRow &v, std::string *why) {
+    fbngrad_status st;
+    if (fbngrad_force_isa(v.isa, &st) != FBNGRAD_OK ||
+        fbngrad_force_variant(v.name, &st) != FBNGRAD_OK) {
+        *why = std::string(v.name) + ": " + st.message;
+        return false;
+    }
+    return true;
+}
+
+void unforce() {
+    fbngrad_force_variant("", nullptr);
+    fbngrad_force_isa("", nullptr);
 }
 
 struct Case {
@@ -62,11 +84,10 @@ std::vector<Case> all_cases() {
 class VariantTest : public testing::TestWithParam<Case> {
 protected:
     void SetUp() override {
-        const VariantRow &v = variant_rows()[GetParam().variant];
-        fbngrad_status st;
-        if (fbngrad_force_isa(v.isa, &st) != FBNGRAD_OK) GTEST_SKIP() << v.name << ": " << st.message;
+        std::string why;
+        if (!force_row(variant_rows()[GetParam().variant], &why)) GTEST_SKIP() << why;
     }
-    void TearDown() override { fbngrad_force_isa("", nullptr); }
+    void TearDown() override { unforce(); }
 };
 
 TEST_P(VariantTest, MatchesReference) {
@@ -74,9 +95,10 @@ TEST_P(VariantTest, MatchesReference) {
     const auto shape = in_layout(kEdgeShapes[GetParam().shape], v.layout);
     TestProblem tp(v.dtype, v.layout, shape, v.training, GetParam().inverse_std, 7 + uint32_t(GetParam().shape));
 
-    const fbngrad_variant_info *sel = fbngrad_selected_variant(v.dtype, v.layout, v.training, FBNGRAD_CPU);
+    const fbngrad_variant_info *sel = fbngrad_selected_variant_for_shape(
+        v.dtype, v.layout, v.training, FBNGRAD_CPU, int32_t(shape.size()), shape.data());
     ASSERT_NE(sel, nullptr);
-    ASSERT_STREQ(sel->name, v.name) << "forcing " << v.isa << " must select this variant";
+    ASSERT_STREQ(sel->name, v.name) << "forcing " << v.name << " must select it";
 
     fbngrad_status st;
     ASSERT_EQ(tp.run(&st), FBNGRAD_OK) << st.message;
@@ -92,11 +114,10 @@ INSTANTIATE_TEST_SUITE_P(AllVariants, VariantTest, testing::ValuesIn(all_cases()
 class VariantNanTest : public testing::TestWithParam<size_t> {
 protected:
     void SetUp() override {
-        const VariantRow &v = variant_rows()[GetParam()];
-        fbngrad_status st;
-        if (fbngrad_force_isa(v.isa, &st) != FBNGRAD_OK) GTEST_SKIP() << v.name << ": " << st.message;
+        std::string why;
+        if (!force_row(variant_rows()[GetParam()], &why)) GTEST_SKIP() << why;
     }
-    void TearDown() override { fbngrad_force_isa("", nullptr); }
+    void TearDown() override { unforce(); }
 };
 
 TEST_P(VariantNanTest, NanAndInfPropagate) {

@@ -1,9 +1,11 @@
 // `fbngrad info`: the version, the CPU features, the forced ISA, the compiled
-// variants and which one each dtype x layout x mode would use here.
+// variants (the fused op's and the split phase's) and which one each dtype x
+// layout x mode would use here.
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -26,6 +28,30 @@ constexpr fbngrad_device kDevices[] = {FBNGRAD_CPU, FBNGRAD_CUDA};
 std::string env_isa() {
     const char *e = std::getenv("FBNGRAD_ISA");
     return e ? e : "";
+}
+
+// The split-phase variants, from the build's variant table (the public API
+// lists the fused ones only). reduce has no mode: mode is then -1.
+struct SplitVariant {
+    const char *phase, *name;
+    fbngrad_dtype dtype;
+    fbngrad_layout layout;
+    int32_t mode;
+    const char *isa;
+    fbngrad_device device;
+};
+
+const std::vector<SplitVariant> &split_variants() {
+    static const std::vector<SplitVariant> v = {
+#define FBNGRAD_REDUCE_VARIANT(name, dtype, layout, isa, device) {"reduce", #name, dtype, layout, -1, #isa, device},
+#include "fbngrad_reduce_variants.inc"
+#undef FBNGRAD_REDUCE_VARIANT
+#define FBNGRAD_APPLY_VARIANT(name, dtype, layout, training, isa, device) \
+    {"apply", #name, dtype, layout, training, #isa, device},
+#include "fbngrad_apply_variants.inc"
+#undef FBNGRAD_APPLY_VARIANT
+    };
+    return v;
 }
 
 std::string selected(fbngrad_dtype t, fbngrad_layout l, int32_t training, fbngrad_device d) {
@@ -51,9 +77,22 @@ int info_json() {
                             {"mode", mode_name(v->is_training)},
                             {"isa", v->isa},
                             {"device", device_name(v->device)},
-                            {"supported", v->supported != 0}});
+                            {"supported", v->supported != 0},
+                            {"shape_classes", v->shape_classes}});
     }
     j["variants"] = variants;
+    nlohmann::ordered_json split = nlohmann::ordered_json::array();
+    for (const SplitVariant &v : split_variants()) {
+        using J = nlohmann::ordered_json;
+        split.push_back({{"name", v.name},
+                         {"phase", v.phase},
+                         {"dtype", dtype_name(v.dtype)},
+                         {"layout", layout_name(v.layout)},
+                         {"mode", v.mode < 0 ? J(nullptr) : J(mode_name(v.mode))},
+                         {"isa", v.isa},
+                         {"device", device_name(v.device)}});
+    }
+    j["split_phase_variants"] = split;
     nlohmann::ordered_json sel = nlohmann::ordered_json::array();
     for (fbngrad_dtype t : kDtypes)
         for (fbngrad_layout l : kLayouts)
@@ -88,15 +127,21 @@ int info_text() {
 
     const int32_t n = fbngrad_variant_count();
     fmt::print("\ncompiled variants ({}, in dispatch priority order):\n", n);
-    fmt::print("  {:<32} {:<9} {:<6} {:<10} {:<7} {:<6} {}\n", "name", "dtype", "layout", "mode", "isa", "device",
-               "supported");
+    fmt::print("  {:<44} {:<9} {:<6} {:<10} {:<7} {:<6} {:<9} {}\n", "name", "dtype", "layout", "mode", "isa",
+               "device", "supported", "tuned for");
     for (int32_t i = 0; i < n; ++i) {
         const fbngrad_variant_info *v = fbngrad_variant(i);
         if (!v) continue;
-        fmt::print("  {:<32} {:<9} {:<6} {:<10} {:<7} {:<6} {}\n", v->name, dtype_name(v->dtype),
+        fmt::print("  {:<44} {:<9} {:<6} {:<10} {:<7} {:<6} {:<9} {}\n", v->name, dtype_name(v->dtype),
                    layout_name(v->layout), mode_name(v->is_training), v->isa, device_name(v->device),
-                   v->supported ? "yes" : "no");
+                   v->supported ? "yes" : "no", *v->shape_classes ? v->shape_classes : "-");
     }
+
+    // Rows start with the phase, not the name: the name column above is the fused variants'.
+    fmt::print("\nsplit-phase variants ({}; each call uses the ISA the fused op would):\n", split_variants().size());
+    fmt::print("  {:<7} {:<32} {:<7} {}\n", "phase", "name", "isa", "device");
+    for (const SplitVariant &v : split_variants())
+        fmt::print("  {:<7} {:<32} {:<7} {}\n", v.phase, v.name, v.isa, device_name(v.device));
 
     fmt::print("\nvariant used here:\n");
     fmt::print("  {:<9} {:<6} {:<10} {:<32} {}\n", "dtype", "layout", "mode", "cpu", "cuda");

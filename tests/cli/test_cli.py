@@ -756,10 +756,15 @@ class Info(CliCase):
     def test_text(self):
         rc, stdout, stderr = run_cli("info")
         self.assertEqual(rc, 0, stderr)
-        # 12 CPU variants per ISA (x86-64: 36, AArch64: 24), and 12 CUDA ones where the build has them.
-        n = sum(1 for line in stdout.splitlines() if line.strip().startswith("fbng_"))
-        self.assertIn(n, (12 * len(CPU_ISAS), 12 * len(CPU_ISAS) + 12))
-        self.assertIn(f"compiled variants ({n},", stdout)
+        # 12 hand-scheduled CPU variants per ISA (x86-64: 36, AArch64: 24), 12 CUDA ones where the
+        # build has them, and the tuned ones (generators/tuned/), whose last column names their classes.
+        lines = [line.split() for line in stdout.splitlines() if line.strip().startswith("fbng_")]
+        hand = [f for f in lines if f[-1] == "-"]
+        self.assertIn(len(hand), (12 * len(CPU_ISAS), 12 * len(CPU_ISAS) + 12))
+        self.assertIn(f"compiled variants ({len(lines)},", stdout)
+        for f in lines:
+            if f[-1] != "-":
+                self.assertTrue(set(f[-1].split(",")) <= {"small_c", "small_nhw", "cache", "dram"}, f)
         self.assertIn("cpu features:", stdout)
         self.assertIn("cuda:", stdout)
         self.assertIn("forced isa:", stdout)
@@ -769,9 +774,16 @@ class Info(CliCase):
         rc, stdout, stderr = run_cli("info", "--json")
         self.assertEqual(rc, 0, stderr)
         j = json.loads(stdout)
-        cpu = [v for v in j["variants"] if v["device"] == "cpu"]
+        cpu = [v for v in j["variants"] if v["device"] == "cpu" and v["shape_classes"] == ""]
         cuda = [v for v in j["variants"] if v["device"] == "cuda"]
         self.assertEqual(len(cpu), 12 * len(CPU_ISAS))
+        # A tuned variant (generators/tuned/) serves some shape classes of a row whose
+        # hand-scheduled variant exists, on the same ISA.
+        for t in (v for v in j["variants"] if v["shape_classes"]):
+            self.assertTrue(any((v["dtype"], v["layout"], v["mode"], v["isa"]) ==
+                                (t["dtype"], t["layout"], t["mode"], t["isa"]) for v in cpu), t)
+            self.assertTrue(t["name"].startswith(next(v["name"] for v in cpu if (v["dtype"], v["layout"], v["mode"],
+                                                      v["isa"]) == (t["dtype"], t["layout"], t["mode"], t["isa"]))))
         self.assertIn(len(cuda), (0, 12))
         self.assertEqual(len({v["name"] for v in j["variants"]}), len(j["variants"]))
         for v in cuda:  # supported exactly when a CUDA device is usable
@@ -788,6 +800,11 @@ class Info(CliCase):
                              (row["dtype"], row["layout"], row["mode"], True))
             self.assertEqual(row["cuda"] is not None, bool(cuda) and j["cuda_available"], row)
         self.assertEqual(j["forced_isa"], "")
+        # Split phase: per ISA row, 6 reduce (dtype x layout) and 12 apply variants, CUDA's too.
+        split = j["split_phase_variants"]
+        self.assertEqual(len(split), 18 * (len(CPU_ISAS) + (1 if cuda else 0)))
+        self.assertEqual(sum(1 for v in split if v["phase"] == "reduce" and v["mode"] is None), len(split) // 3)
+        self.assertEqual({v["device"] for v in split}, {"cpu", "cuda"} if cuda else {"cpu"})
 
     def test_forced_isa_from_environment(self):
         import json

@@ -122,8 +122,10 @@ fbngrad_code fbngrad_fused_batch_norm_grad_v2(
  * in inference), as the forward pass saved them. With one worker, reduce and
  * then apply give bit for bit what fbngrad_fused_batch_norm_grad_v2 gives (the
  * same kernels' code, split in two, with the same ISA). Validation, errors and
- * the "outputs untouched on error" rule are the fused op's. CPU tensors only
- * for now: tensors on FBNGRAD_CUDA give FBNGRAD_UNIMPLEMENTED. */
+ * the "outputs untouched on error" rule are the fused op's. CUDA tensors as
+ * for the fused op (device pointers used in place, fbngrad_set_cuda_context):
+ * sum_dy and sum_dyxc are then device memory and stay there, for an allreduce
+ * on the device (ncclAllReduce in the same stream); count is always a host int64. */
 
 /* Sums over this worker's shard (any N, also 0), per channel c:
  *   sum_dy[c]   = sum of y_backprop over N and the spatial dims
@@ -159,16 +161,36 @@ typedef struct fbngrad_variant_info {
     const char *isa;       /* x86-64: "avx512", "avx2", "sse41"; AArch64: "arm_fp16", "neon" */
     fbngrad_device device;
     int32_t supported;     /* this machine can run it */
+    const char *shape_classes; /* "" for a hand-scheduled variant (it serves every shape);
+                                * for a tuned one (fbngrad_tune's schedule table), the shape
+                                * classes it serves, e.g. "cache,dram" (README: "Tuning") */
 } fbngrad_variant_info;
 
 /* Number of compiled variants; fbngrad_variant(i) for 0 <= i < count, in dispatch
- * priority order (the first supported match wins). NULL when i is out of range. */
+ * priority order (the first supported match wins), the hand-scheduled ones first,
+ * then the tuned ones. NULL when i is out of range. */
 int32_t fbngrad_variant_count(void);
 const fbngrad_variant_info *fbngrad_variant(int32_t i);
 
-/* The variant the dispatcher would pick now, or NULL if none can run here. */
+/* The hand-scheduled variant the dispatcher would pick now, or NULL if none can run here.
+ * (A build with tuned schedules may run a tuned variant of the same ISA for some
+ * shapes: fbngrad_selected_variant_for_shape says which.) */
 const fbngrad_variant_info *fbngrad_selected_variant(fbngrad_dtype dtype, fbngrad_layout layout,
                                                      int32_t is_training, fbngrad_device device);
+
+/* The variant the dispatcher would pick now for x of this shape (rank 4 or 5, in
+ * the layout's order), or NULL if none can run here or the shape is not valid. */
+const fbngrad_variant_info *fbngrad_selected_variant_for_shape(fbngrad_dtype dtype, fbngrad_layout layout,
+                                                               int32_t is_training, fbngrad_device device,
+                                                               int32_t rank, const int64_t *shape);
+
+/* Run the variant named `name` (fbngrad_variant(i)->name) for every problem of its
+ * dtype, layout, mode and device, whatever the shape and any forced ISA (tests,
+ * benchmarks: a tuned variant on shapes outside its classes, or a hand-scheduled one
+ * where a tuned one would be picked); other problems dispatch as usual. NULL or ""
+ * restores automatic choice. Fails (and changes nothing) for an unknown name or a
+ * variant this machine cannot run. */
+fbngrad_code fbngrad_force_variant(const char *name, fbngrad_status *status);
 
 /* Restrict CPU dispatch to one ISA (x86-64: "sse41", "avx2", "avx512";
  * AArch64: "neon", "arm_fp16"), as if the CPU

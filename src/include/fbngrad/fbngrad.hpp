@@ -116,6 +116,13 @@ inline Status force_isa(const std::string &isa) {
     return Status(s);
 }
 
+// Runs the named variant for every problem of its row; "" restores the automatic choice.
+inline Status force_variant(const std::string &name) {
+    fbngrad_status s;
+    fbngrad_force_variant(name.c_str(), &s);
+    return Status(s);
+}
+
 inline int set_num_threads(int n) { return fbngrad_set_num_threads(n); }
 
 inline std::vector<fbngrad_variant_info> variants() {
@@ -129,6 +136,16 @@ inline std::string selected_variant(DType dtype, Layout layout, bool is_training
     const fbngrad_variant_info *v =
         fbngrad_selected_variant(static_cast<fbngrad_dtype>(dtype), static_cast<fbngrad_layout>(layout),
                                  is_training ? 1 : 0, static_cast<fbngrad_device>(device));
+    return v ? v->name : "";
+}
+
+// The same for x of this shape (rank 4 or 5, in the layout's order): a tuned variant where
+// one serves the shape's class; "" when none can run here or the shape is not valid.
+inline std::string selected_variant(DType dtype, Layout layout, bool is_training, const std::vector<int64_t> &shape,
+                                    Device device = Device::CPU) {
+    const fbngrad_variant_info *v = fbngrad_selected_variant_for_shape(
+        static_cast<fbngrad_dtype>(dtype), static_cast<fbngrad_layout>(layout), is_training ? 1 : 0,
+        static_cast<fbngrad_device>(device), int32_t(shape.size()), shape.data());
     return v ? v->name : "";
 }
 

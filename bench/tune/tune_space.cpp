@@ -1,0 +1,110 @@
+#include "tune_space.h"
+
+#include <stdexcept>
+
+namespace fbngrad_tune {
+
+using fbngrad::ShapeClass;
+using fbngrad_bench::Shape;
+
+const char *dtype_short(fbngrad_dtype d) {
+    return d == FBNGRAD_FLOAT32 ? "f32" : d == FBNGRAD_FLOAT16 ? "f16" : "bf16";
+}
+const char *layout_short(fbngrad_layout l) { return l == FBNGRAD_NHWC ? "nhwc" : "nchw"; }
+
+bool parse_dtype(const std::string &s, fbngrad_dtype *d) {
+    for (fbngrad_dtype t : {FBNGRAD_FLOAT32, FBNGRAD_FLOAT16, FBNGRAD_BFLOAT16})
+        if (s == dtype_short(t)) return (*d = t), true;
+    return false;
+}
+bool parse_layout(const std::string &s, fbngrad_layout *l) {
+    for (fbngrad_layout t : {FBNGRAD_NHWC, FBNGRAD_NCHW})
+        if (s == layout_short(t)) return (*l = t), true;
+    return false;
+}
+
+std::string Cell::key() const {
+    return std::string(dtype_short(dtype)) + "/" + layout_short(layout) + "/" + (training ? "train" : "infer");
+}
+
+const std::vector<Shape> &class_shapes(ShapeClass k) {
+    // Two shapes a class, from ResNet-50 and mobile networks at N = 32 (or as
+    // near as keeps them in the class): enough to rank schedules, few enough
+    // that a whole run stays within a 30-minute budget on 2 cores.
+    static const std::vector<Shape> small_c = {{32, 56, 56, 3}, {32, 28, 28, 8}};
+    static const std::vector<Shape> small_nhw = {{32, 7, 7, 512}, {8, 7, 7, 1024}};
+    static const std::vector<Shape> cache = {{32, 14, 14, 128}, {16, 28, 28, 64}};
+    static const std::vector<Shape> dram = {{32, 56, 56, 64}, {32, 28, 28, 256}};
+    static const bool checked = [] {
+        for (int i = 0; i < fbngrad::kShapeClassCount; ++i) {
+            const std::vector<Shape> &v = i == 0 ? small_c : i == 1 ? small_nhw : i == 2 ? cache : dram;
+            for (const Shape &s : v)
+                for (int bytes : {2, 4})
+                    if (fbngrad::classify_shape(s.c, s.n * s.h * s.w, bytes) != ShapeClass(i))
+                        throw std::logic_error("tune_space: shape " + fbngrad_bench::shape_name(s) +
+                                               " is not of class " + fbngrad::shape_class_name(ShapeClass(i)));
+        }
+        return true;
+    }();
+    (void)checked;
+    switch (k) {
+    case ShapeClass::SmallC: return small_c;
+    case ShapeClass::SmallRows: return small_nhw;
+    case ShapeClass::CacheResident: return cache;
+    case ShapeClass::Dram: break;
+    }
+    return dram;
+}
+
+const std::vector<Shape> &edge_shapes() {
+    // rows = N*H*W and C around 4/8/16 lanes (x2, x4 with vector_multiple),
+    // the 64..1024-row blocks and 16..256-row tasks, and NCHW planes around
+    // the 4096..65536-element tasks.
+    static const std::vector<Shape> v = {
+        {1, 1, 1, 1},   {1, 1, 1, 17},  {2, 3, 5, 3},     {1, 7, 9, 16},   {3, 5, 7, 17},  {1, 17, 31, 4},
+        {2, 16, 16, 64}, {1, 1, 257, 8}, {2, 2, 3, 2048}, {2, 23, 29, 5},  {1, 65, 65, 33}, {3, 1, 1, 65},
+    };
+    return v;
+}
+
+std::vector<Candidate> candidates_for(fbngrad_layout layout, const std::vector<std::string> &autoschedulers,
+                                      const std::vector<std::string> &extra_generators) {
+    std::vector<Candidate> cs;
+    cs.push_back(Candidate{"hand"});
+    if (layout == FBNGRAD_NHWC) {
+        for (int vm : {1, 2})
+            for (int rpb : {128, 256, 1024})
+                for (int rpt : {16, 64, 256}) {
+                    if (vm == 1 && rpb == 256 && rpt == 64) continue;  // the hand schedule's defaults
+                    Candidate c;
+                    c.id = "vm" + std::to_string(vm) + "_rpb" + std::to_string(rpb) + "_rpt" + std::to_string(rpt);
+                    c.knobs = {{"vector_multiple", vm}, {"rows_per_block", rpb}, {"rows_per_task", rpt}};
+                    cs.push_back(c);
+                }
+    } else {
+        for (int vm : {1, 2, 4})
+            for (int ept : {4096, 16384, 65536}) {
+                if (vm == 1 && ept == 16384) continue;
+                Candidate c;
+                c.id = "vm" + std::to_string(vm) + "_ept" + std::to_string(ept);
+                c.knobs = {{"vector_multiple", vm}, {"elements_per_task", ept}};
+                cs.push_back(c);
+            }
+    }
+    for (const std::string &a : autoschedulers) {
+        Candidate c;
+        c.id = a;
+        c.autoscheduler = a;
+        cs.push_back(c);
+    }
+    for (const std::string &g : extra_generators) {
+        Candidate c;
+        c.id = "gen:" + g;
+        c.generator = g;
+        c.eligible = false;
+        cs.push_back(c);
+    }
+    return cs;
+}
+
+}  // namespace fbngrad_tune

@@ -1,0 +1,170 @@
+// Shape classes and the dispatch among tuned schedules (src/shape_class.h,
+// cmake/tuned_variants.cmake): the class boundaries, that every tuned variant
+// is picked exactly for the classes it serves (and the hand-scheduled one for
+// the rest), and fbngrad_force_variant.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "fbngrad/fbngrad.h"
+#include "fbngrad/fbngrad.hpp"
+#include "shape_class.h"
+
+using fbngrad::ShapeClass;
+using fbngrad::classify_shape;
+
+namespace {
+
+TEST(ShapeClass, Boundaries) {
+    EXPECT_EQ(classify_shape(15, 1 << 20, 4), ShapeClass::SmallC);
+    EXPECT_EQ(classify_shape(16, 4095, 4), ShapeClass::SmallRows);
+    EXPECT_EQ(classify_shape(1, 1, 2), ShapeClass::SmallC);  // C first
+    // 3 tensors x C x rows x bytes = 16 MiB exactly is still cache-resident.
+    const int64_t rows = 16 * 1024 * 1024 / (3 * 64 * 4);  // not an integer: one row below and above
+    EXPECT_EQ(classify_shape(64, rows, 4), ShapeClass::CacheResident);
+    EXPECT_EQ(classify_shape(64, rows + 1, 4), ShapeClass::Dram);
+    EXPECT_EQ(classify_shape(64, rows, 2), ShapeClass::CacheResident);
+    EXPECT_EQ(classify_shape(64, 2 * rows + 1, 2), ShapeClass::Dram);  // half the bytes, twice the rows
+}
+
+TEST(ShapeClass, NamesRoundTrip) {
+    for (int i = 0; i < fbngrad::kShapeClassCount; ++i) {
+        ShapeClass k;
+        ASSERT_TRUE(fbngrad::parse_shape_class(fbngrad::shape_class_name(ShapeClass(i)), &k));
+        EXPECT_EQ(k, ShapeClass(i));
+    }
+    ShapeClass k;
+    EXPECT_FALSE(fbngrad::parse_shape_class("dram ", &k));
+}
+
+// A shape (logical N, H, W, C) of each class, for both 2- and 4-byte dtypes.
+std::vector<int64_t> shape_of(ShapeClass k) {
+    switch (k) {
+    case ShapeClass::SmallC: return {2, 8, 8, 3};
+    case ShapeClass::SmallRows: return {2, 7, 7, 64};
+    case ShapeClass::CacheResident: return {4, 32, 32, 64};
+    case ShapeClass::Dram: break;
+    }
+    return {32, 56, 56, 64};
+}
+
+std::vector<int64_t> in_layout(std::vector<int64_t> nhwc, fbngrad_layout l) {
+    return l == FBNGRAD_NHWC ? nhwc : std::vector<int64_t>{nhwc[0], nhwc[3], nhwc[1], nhwc[2]};
+}
+
+bool lists(const std::string &classes, const char *name) {
+    return ("," + classes + ",").find(std::string(",") + name + ",") != std::string::npos;
+}
+
+TEST(TunedDispatch, EachClassGetsItsTunedVariantOrTheHandOne) {
+    int tuned = 0;
+    for (int i = 0; i < fbngrad_variant_count(); ++i) {
+        const fbngrad_variant_info *t = fbngrad_variant(i);
+        if (!*t->shape_classes || t->device != FBNGRAD_CPU || !t->supported) continue;
+        ++tuned;
+        fbngrad_status st;
+        ASSERT_EQ(fbngrad_force_isa(t->isa, &st), FBNGRAD_OK) << st.message;
+        const fbngrad_variant_info *hand = fbngrad_selected_variant(t->dtype, t->layout, t->is_training, FBNGRAD_CPU);
+        ASSERT_NE(hand, nullptr);
+        EXPECT_STREQ(hand->shape_classes, "") << "fbngrad_selected_variant names the hand-scheduled variant";
+        for (int k = 0; k < fbngrad::kShapeClassCount; ++k) {
+            const char *kname = fbngrad::shape_class_name(ShapeClass(k));
+            const auto shape = in_layout(shape_of(ShapeClass(k)), t->layout);
+            const fbngrad_variant_info *v =
+                fbngrad_selected_variant_for_shape(t->dtype, t->layout, t->is_training, FBNGRAD_CPU, 4, shape.data());
+            ASSERT_NE(v, nullptr);
+            EXPECT_STREQ(v->isa, t->isa);
+            if (lists(t->shape_classes, kname))
+                EXPECT_STREQ(v->name, t->name) << kname;
+            else
+                EXPECT_STRNE(v->name, t->name) << kname << " is not among " << t->shape_classes;
+        }
+    }
+    fbngrad_force_isa("", nullptr);
+    if (tuned == 0) GTEST_SKIP() << "this build has no tuned variant this machine runs (generators/tuned/)";
+}
+
+TEST(TunedDispatch, WithoutTunedVariantsEveryShapeGetsTheHandOne) {
+    for (fbngrad_layout l : {FBNGRAD_NHWC, FBNGRAD_NCHW})
+        for (int k = 0; k < fbngrad::kShapeClassCount; ++k) {
+            const auto shape = in_layout(shape_of(ShapeClass(k)), l);
+            const fbngrad_variant_info *v =
+                fbngrad_selected_variant_for_shape(FBNGRAD_FLOAT32, l, 1, FBNGRAD_CPU, 4, shape.data());
+            const fbngrad_variant_info *hand = fbngrad_selected_variant(FBNGRAD_FLOAT32, l, 1, FBNGRAD_CPU);
+            ASSERT_NE(v, nullptr);
+            EXPECT_STREQ(v->isa, hand->isa);
+            bool has_tuned = false;
+            for (int i = 0; i < fbngrad_variant_count(); ++i) {
+                const fbngrad_variant_info *t = fbngrad_variant(i);
+                has_tuned |= *t->shape_classes && t->dtype == FBNGRAD_FLOAT32 && t->layout == l && t->is_training &&
+                             std::string(t->isa) == hand->isa &&
+                             lists(t->shape_classes, fbngrad::shape_class_name(ShapeClass(k)));
+            }
+            if (!has_tuned) EXPECT_STREQ(v->name, hand->name);
+        }
+}
+
+TEST(TunedDispatch, SelectedVariantForShapeRejectsBadShapes) {
+    const int64_t ok[5] = {2, 3, 4, 5, 6}, neg[4] = {2, -3, 4, 5};
+    EXPECT_NE(fbngrad_selected_variant_for_shape(FBNGRAD_FLOAT32, FBNGRAD_NHWC, 1, FBNGRAD_CPU, 4, ok), nullptr);
+    EXPECT_NE(fbngrad_selected_variant_for_shape(FBNGRAD_FLOAT32, FBNGRAD_NHWC, 1, FBNGRAD_CPU, 5, ok), nullptr);
+    EXPECT_EQ(fbngrad_selected_variant_for_shape(FBNGRAD_FLOAT32, FBNGRAD_NHWC, 1, FBNGRAD_CPU, 3, ok), nullptr);
+    EXPECT_EQ(fbngrad_selected_variant_for_shape(FBNGRAD_FLOAT32, FBNGRAD_NHWC, 1, FBNGRAD_CPU, 4, neg), nullptr);
+    EXPECT_EQ(fbngrad_selected_variant_for_shape(FBNGRAD_FLOAT32, FBNGRAD_NHWC, 1, FBNGRAD_CPU, 4, nullptr), nullptr);
+    EXPECT_EQ(fbngrad_selected_variant_for_shape(fbngrad_dtype(77), FBNGRAD_NHWC, 1, FBNGRAD_CPU, 4, ok), nullptr);
+}
+
+TEST(ForceVariant, RunsTheNamedVariantForItsRowOnly) {
+    const fbngrad_variant_info *base = fbngrad_selected_variant(FBNGRAD_FLOAT32, FBNGRAD_NHWC, 1, FBNGRAD_CPU);
+    ASSERT_NE(base, nullptr);
+    // The weakest supported f32/nhwc/train variant, so that forcing changes the pick.
+    const fbngrad_variant_info *weak = nullptr;
+    for (int i = 0; i < fbngrad_variant_count(); ++i) {
+        const fbngrad_variant_info *v = fbngrad_variant(i);
+        if (v->dtype == FBNGRAD_FLOAT32 && v->layout == FBNGRAD_NHWC && v->is_training && v->device == FBNGRAD_CPU &&
+            v->supported && !*v->shape_classes)
+            weak = v;
+    }
+    fbngrad_status st;
+    ASSERT_EQ(fbngrad_force_variant(weak->name, &st), FBNGRAD_OK) << st.message;
+    const int64_t dram[4] = {32, 56, 56, 64};
+    EXPECT_STREQ(fbngrad_selected_variant_for_shape(FBNGRAD_FLOAT32, FBNGRAD_NHWC, 1, FBNGRAD_CPU, 4, dram)->name,
+                 weak->name);
+    EXPECT_STREQ(fbngrad_selected_variant(FBNGRAD_FLOAT32, FBNGRAD_NHWC, 1, FBNGRAD_CPU)->name, weak->name);
+    // Another row dispatches as usual.
+    const fbngrad_variant_info *other = fbngrad_selected_variant(FBNGRAD_FLOAT16, FBNGRAD_NCHW, 0, FBNGRAD_CPU);
+    ASSERT_NE(other, nullptr);
+    EXPECT_EQ(other->dtype, FBNGRAD_FLOAT16);
+
+    EXPECT_EQ(fbngrad_force_variant("fbng_nothing_like_this", &st), FBNGRAD_INVALID_ARGUMENT);
+    EXPECT_STREQ(st.message, "no compiled variant is named \"fbng_nothing_like_this\"");
+    EXPECT_STREQ(fbngrad_selected_variant(FBNGRAD_FLOAT32, FBNGRAD_NHWC, 1, FBNGRAD_CPU)->name, weak->name)
+        << "a failed call changes nothing";
+    // A variant this machine cannot run (if the build has one) is refused.
+    for (int i = 0; i < fbngrad_variant_count(); ++i)
+        if (!fbngrad_variant(i)->supported) {
+            EXPECT_EQ(fbngrad_force_variant(fbngrad_variant(i)->name, &st), FBNGRAD_INVALID_ARGUMENT);
+            EXPECT_NE(std::string(st.message).find("this machine cannot run"), std::string::npos) << st.message;
+            break;
+        }
+    ASSERT_EQ(fbngrad_force_variant(nullptr, &st), FBNGRAD_OK);
+    EXPECT_STREQ(fbngrad_selected_variant(FBNGRAD_FLOAT32, FBNGRAD_NHWC, 1, FBNGRAD_CPU)->name, base->name);
+}
+
+TEST(ForceVariant, CppWrappersSayTheSame) {
+    const std::vector<int64_t> dram = {32, 56, 56, 64};
+    const fbngrad_variant_info *c =
+        fbngrad_selected_variant_for_shape(FBNGRAD_FLOAT32, FBNGRAD_NHWC, 1, FBNGRAD_CPU, 4, dram.data());
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(fbngrad::selected_variant(fbngrad::DType::Float32, fbngrad::Layout::NHWC, true, dram), c->name);
+    EXPECT_EQ(fbngrad::selected_variant(fbngrad::DType::Float32, fbngrad::Layout::NHWC, true, {1, 2}), "");
+    const std::string hand = fbngrad::selected_variant(fbngrad::DType::Float32, fbngrad::Layout::NHWC, true);
+    ASSERT_TRUE(fbngrad::force_variant(hand).ok());
+    EXPECT_EQ(fbngrad::selected_variant(fbngrad::DType::Float32, fbngrad::Layout::NHWC, true, dram), hand);
+    const fbngrad::Status bad = fbngrad::force_variant("nope");
+    EXPECT_EQ(bad.code(), FBNGRAD_INVALID_ARGUMENT);
+    EXPECT_TRUE(fbngrad::force_variant("").ok());
+}
+
+}  // namespace
