@@ -37,6 +37,7 @@ struct BnGradFuncs {
     // The reduction domains of the two-level sums: over s for each (c, n), then over n.
     Halide::RDom rs, rn;
     Halide::Expr S;  // extent of s, for schedules that size their tasks by it
+    Halide::Expr C;  // channels, for schedules that specialize on them
 
     Halide::Func dy{"dy_f32"}, xc{"xc"};    // inputs cast to float32 at load; xc = x - mean
     Halide::Func inv{"inv"};                // 1/sqrt(var + eps), or rs2 itself under inverse_std
@@ -62,7 +63,7 @@ struct BnGradInputs {
     Halide::Func y_backprop, x;                 // 3-D, storage order given by the layout
     Halide::Func scale, mean, reserve_space_2;  // 1-D float32 [C]  (Reduce: mean only)
     Halide::Expr epsilon, rs2_is_inverse_std;   // float, bool      (not in Reduce)
-    Halide::Expr S, N;                          // extents of s and n of the tensors
+    Halide::Expr S, N, C;                       // extents of s, n and c of the tensors
     Halide::Expr count;                         // int64: elements per channel that the sums cover
                                                 // (Fused: S*N; Apply: the global count)
     Halide::Func sum_dy, sum_dyxc;              // Apply: the globally reduced sums, float32 [C]

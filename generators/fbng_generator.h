@@ -67,6 +67,7 @@ public:
         in.epsilon = epsilon;
         in.rs2_is_inverse_std = rs2_is_inverse_std;
         in.S = y_backprop.dim(spatial_dim(f.layout)).extent();
+        in.C = y_backprop.dim(channel_dim(f.layout)).extent();
         in.N = y_backprop.dim(2).extent();
         in.count = cast<int64_t>(in.S) * cast<int64_t>(in.N);
         in.out_type = x_backprop.type();

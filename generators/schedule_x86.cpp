@@ -37,6 +37,13 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
     }
 
     if (f.layout == Layout::NHWC) {
+        // Channels are the vector lanes. With fewer channels than lanes a
+        // GuardWithIf loop would run its scalar tail only: the big loops are
+        // specialized for C below the target's width, on narrower vectors
+        // (8 and 4 float lanes) that C still fills. The lanes stay channels,
+        // so every specialization sums in the same order (same bits).
+        std::vector<int> narrower;
+        for (int w = vec / 2; w >= 4; w /= 2) narrower.push_back(w);
         if (f.computes_sums()) {
             // Sums over rows s: blocks of rows_per_block rows summed in parallel,
             // each row a run of C contiguous channels (vector lanes = channels).
@@ -45,7 +52,16 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
             f.partial.update().split(f.rs.x, rso, rsi, rows_per_block);
             Func block = f.partial.update().rfactor(rso, u);
             block.compute_root().vectorize(c, vec, guard);
-            block.update().reorder(c, rsi, u, n).vectorize(c, vec, guard).parallel(u);
+            Stage blocks = block.update();
+            blocks.reorder(c, rsi, u, n).parallel(u);
+            if (!narrower.empty()) {
+                blocks.specialize(f.C >= vec).vectorize(c, vec, guard);
+                for (size_t i = 0; i + 1 < narrower.size(); ++i)
+                    blocks.specialize(f.C >= narrower[i]).vectorize(c, narrower[i], guard);
+                blocks.vectorize(c, narrower.back(), guard);
+            } else {
+                blocks.vectorize(c, vec, guard);
+            }
 
             f.partial.compute_root().vectorize(c, vec, guard);
             f.partial.update().reorder(c, rso, n).vectorize(c, vec, guard);
@@ -53,10 +69,16 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
         if (f.computes_outputs()) {
             // x_backprop: parallel over blocks of rows, vectorized over channels.
             Var so("so"), si("si");
-            out.x_backprop.split(s, so, si, rows_per_task, TailStrategy::GuardWithIf)
-                .reorder(c, si, so, n)
-                .vectorize(c, vec, guard)
-                .parallel(so);
+            Func &xb = out.x_backprop;
+            xb.split(s, so, si, rows_per_task, TailStrategy::GuardWithIf).reorder(c, si, so, n).parallel(so);
+            if (!narrower.empty()) {
+                xb.specialize(f.C >= vec).vectorize(c, vec, guard);
+                for (size_t i = 0; i + 1 < narrower.size(); ++i)
+                    xb.specialize(f.C >= narrower[i]).vectorize(c, narrower[i], guard);
+                xb.vectorize(c, narrower.back(), guard);
+            } else {
+                xb.vectorize(c, vec, guard);
+            }
         }
     } else {
         // Small planes (7x7 = 49 elements) would make one tiny task each: group

@@ -49,6 +49,7 @@ public:
         in.x = x;
         in.mean = reserve_space_1;
         in.S = y_backprop.dim(spatial_dim(f.layout)).extent();
+        in.C = y_backprop.dim(channel_dim(f.layout)).extent();
         in.N = y_backprop.dim(2).extent();
         define_loads(f, in);
         define_local_sums(f, in);
@@ -120,6 +121,7 @@ public:
         in.epsilon = epsilon;
         in.rs2_is_inverse_std = rs2_is_inverse_std;
         in.S = y_backprop.dim(spatial_dim(f.layout)).extent();
+        in.C = y_backprop.dim(channel_dim(f.layout)).extent();
         in.N = y_backprop.dim(2).extent();
         in.count = count;
         in.sum_dy = sum_dy;
