@@ -317,9 +317,14 @@ void check_split_phase(Call &call, const Settings &s, const fbngrad_attrs *attrs
     if (apply_count < local && rc == FBNGRAD_OK) bug("apply accepted a count below the shard's elements\n" + context);
     if (apply_count >= local && rc != FBNGRAD_OK)
         bug("apply rejected a call the fused op accepted: " + std::string(s.status_null ? "" : st.message) + "\n" + context);
-    // The same bits, except that a NaN may be another NaN: where both operands of an
-    // add are NaN, which payload survives depends on the operand order the compiler
-    // chose, and a tuned fused variant is other code than the split phase's.
+    // The same bits as the fused op's hand-scheduled variant, except that a NaN may be
+    // another NaN: where both operands of an add are NaN, which payload survives follows
+    // the operand order the compiler chose. A tuned fused variant (generators/tuned/)
+    // may sum in other blocks: then only the reference check of the fused call applies.
+    const fbngrad_tensor &x = call.t[kX];
+    const fbngrad_variant_info *picked = fbngrad_selected_variant_for_shape(
+        x.dtype, x.layout, attrs ? attrs->is_training : 1, x.device, x.rank, x.shape);
+    if (picked && *picked->shape_classes) return;
     auto same_values = [](fbngrad_dtype dt, const Buffer &a, const std::vector<uint8_t> &b) {
         if (a.size != b.size()) return false;
         const size_t esize = size_t(ref::dtype_size(dt));
