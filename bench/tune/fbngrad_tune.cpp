@@ -219,7 +219,11 @@ int main(int argc, char **argv) {
     CLI11_PARSE(app, argc, argv);
 
     try {
-        if (o.isa.empty()) o.isa = fbngrad_selected_variant(FBNGRAD_FLOAT32, FBNGRAD_NHWC, 1, FBNGRAD_CPU)->isa;
+        if (o.isa.empty()) {
+            const fbngrad_variant_info *best = fbngrad_selected_variant(FBNGRAD_FLOAT32, FBNGRAD_NHWC, 1, FBNGRAD_CPU);
+            if (!best) throw std::runtime_error("no variant runs here (is FBNGRAD_ISA set to something this CPU lacks?)");
+            o.isa = best->isa;
+        }
         if (!isa_targets().count(o.isa)) throw std::runtime_error("this build has no ISA named " + o.isa);
         fbngrad_status st;
         if (fbngrad_force_isa(o.isa.c_str(), &st) != FBNGRAD_OK)
