@@ -42,8 +42,13 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
         // specialized for C below the target's width, on narrower vectors
         // (8 and 4 float lanes) that C still fills. The lanes stay channels,
         // so every specialization sums in the same order (same bits).
-        std::vector<int> narrower;
-        for (int w = vec / 2; w >= 4; w /= 2) narrower.push_back(w);
+        std::vector<int> widths{vec};
+        for (int w = vec / 2; w >= 4; w /= 2) widths.push_back(w);
+        auto vectorize_channels = [&](Stage st) {
+            for (size_t i = 0; i + 1 < widths.size(); ++i)
+                st.specialize(f.C >= widths[i]).vectorize(c, widths[i], guard);
+            st.vectorize(c, widths.back(), guard);
+        };
         if (f.computes_sums()) {
             // Sums over rows s: blocks of rows_per_block rows summed in parallel,
             // each row a run of C contiguous channels (vector lanes = channels).
@@ -54,14 +59,7 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
             block.compute_root().vectorize(c, vec, guard);
             Stage blocks = block.update();
             blocks.reorder(c, rsi, u, n).parallel(u);
-            if (!narrower.empty()) {
-                blocks.specialize(f.C >= vec).vectorize(c, vec, guard);
-                for (size_t i = 0; i + 1 < narrower.size(); ++i)
-                    blocks.specialize(f.C >= narrower[i]).vectorize(c, narrower[i], guard);
-                blocks.vectorize(c, narrower.back(), guard);
-            } else {
-                blocks.vectorize(c, vec, guard);
-            }
+            vectorize_channels(blocks);
 
             f.partial.compute_root().vectorize(c, vec, guard);
             f.partial.update().reorder(c, rso, n).vectorize(c, vec, guard);
@@ -71,14 +69,7 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
             Var so("so"), si("si");
             Func &xb = out.x_backprop;
             xb.split(s, so, si, rows_per_task, TailStrategy::GuardWithIf).reorder(c, si, so, n).parallel(so);
-            if (!narrower.empty()) {
-                xb.specialize(f.C >= vec).vectorize(c, vec, guard);
-                for (size_t i = 0; i + 1 < narrower.size(); ++i)
-                    xb.specialize(f.C >= narrower[i]).vectorize(c, narrower[i], guard);
-                xb.vectorize(c, narrower.back(), guard);
-            } else {
-                xb.vectorize(c, vec, guard);
-            }
+            vectorize_channels(xb);
         }
     } else {
         // Small planes (7x7 = 49 elements) would make one tiny task each: group
