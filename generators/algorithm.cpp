@@ -23,13 +23,17 @@ void define_local_sums(BnGradFuncs &f, const BnGradInputs &in) {
     // may split into fixed-size blocks (rfactor) but never reorder by thread count.
     f.rs = RDom(0, in.S, "rs");
     f.rn = RDom(0, in.N, "rn");
+    // partial(c, i) holds sample `sample(i)`; the sum over samples is always
+    // sample 0, 1, ..., N-1, whichever order partial is computed in.
+    auto sample = [&](Expr i) { return f.sums_last_sample_first ? in.N - 1 - i : i; };
     f.partial(c, n) = Tuple(0.0f, 0.0f);
     {
-        Expr d = f.dy(c, f.rs, n);
-        f.partial(c, n) = Tuple(f.partial(c, n)[0] + d, f.partial(c, n)[1] + d * f.xc(c, f.rs, n));
+        Expr d = f.dy(c, f.rs, sample(n));
+        f.partial(c, n) = Tuple(f.partial(c, n)[0] + d, f.partial(c, n)[1] + d * f.xc(c, f.rs, sample(n)));
     }
+    Expr rn = sample(f.rn);  // sample(sample(i)) == i
     f.sums(c) = Tuple(0.0f, 0.0f);
-    f.sums(c) = Tuple(f.sums(c)[0] + f.partial(c, f.rn)[0], f.sums(c)[1] + f.partial(c, f.rn)[1]);
+    f.sums(c) = Tuple(f.sums(c)[0] + f.partial(c, rn)[0], f.sums(c)[1] + f.partial(c, rn)[1]);
 }
 
 void define_given_sums(BnGradFuncs &f, const BnGradInputs &in) {

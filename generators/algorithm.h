@@ -38,6 +38,12 @@ struct BnGradFuncs {
     Halide::RDom rs, rn;
     Halide::Expr S;  // extent of s, for schedules that size their tasks by it
     Halide::Expr C;  // channels, for schedules that specialize on them
+    // The sums' pass walks the samples from the last to the first (the final
+    // sum over samples keeps its order, so the bits do not change). Halide has
+    // no loop reversal, so this is said here, in the index, not in a schedule:
+    // x_backprop's pass walks from the first sample, and finds the samples the
+    // sums read last still in the cache (schedule.h: Knobs::sum_pass_order).
+    bool sums_last_sample_first = false;
 
     Halide::Func dy{"dy_f32"}, xc{"xc"};    // inputs cast to float32 at load; xc = x - mean
     Halide::Func inv{"inv"};                // 1/sqrt(var + eps), or rs2 itself under inverse_std

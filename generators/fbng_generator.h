@@ -35,6 +35,7 @@ public:
     GeneratorParam<int> rows_per_block{"rows_per_block", 0};
     GeneratorParam<int> rows_per_task{"rows_per_task", 0};
     GeneratorParam<int> elements_per_task{"elements_per_task", 0};
+    GeneratorParam<int> sum_pass_order{"sum_pass_order", 0};
 
     Input<Buffer<void, 3>> y_backprop{"y_backprop"};
     Input<Buffer<void, 3>> x{"x"};
@@ -56,6 +57,13 @@ public:
         BnGradFuncs f;
         f.layout = layout;
         f.training = training;
+        Knobs k;
+        k.vector_multiple = vector_multiple;
+        k.rows_per_block = rows_per_block;
+        k.rows_per_task = rows_per_task;
+        k.elements_per_task = elements_per_task;
+        k.sum_pass_order = sum_pass_order;
+        f.sums_last_sample_first = sums_last_sample_first(this->get_target(), k, f.training);
 
         const int c_dim = channel_dim(f.layout);
         BnGradInputs in;
@@ -89,11 +97,6 @@ public:
         set_estimates(f.layout);
 
         BnGradOutputs out{xb, sb, ob};
-        Knobs k;
-        k.vector_multiple = vector_multiple;
-        k.rows_per_block = rows_per_block;
-        k.rows_per_task = rows_per_task;
-        k.elements_per_task = elements_per_task;
         if (!this->using_autoscheduler()) schedule_for_target(f, out, this->get_target(), k);
     }
 

@@ -19,4 +19,15 @@ void schedule_for_target(BnGradFuncs &f, BnGradOutputs &out, const Target &t, co
     }
 }
 
+bool sums_last_sample_first(const Target &t, const Knobs &k, bool x_backprop_reads_sums) {
+    if (k.sum_pass_order == 1) return false;
+    if (k.sum_pass_order == 2) return true;
+    if (k.sum_pass_order != 0) throw CompileError("sum_pass_order: 0, 1 or 2, not " + std::to_string(k.sum_pass_order));
+    // Measured on the CPU (fbngrad_tune, float32, the dram class; README
+    // "Benchmarks"): last-first makes training 8-15 % faster where the tensors
+    // exceed the cache, and inference 5-10 % slower. A GPU has no cache to reuse
+    // at this scale.
+    return !t.has_gpu_feature() && x_backprop_reads_sums;
+}
+
 }  // namespace fbng

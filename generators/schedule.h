@@ -17,7 +17,14 @@ struct Knobs {
     int rows_per_block = 0;   // NHWC: rows summed per partial-sum block (the rfactor split)
     int rows_per_task = 0;    // NHWC: rows of x_backprop per parallel task
     int elements_per_task = 0;  // x86 NCHW: planes are grouped into tasks of at least this many elements
+    int sum_pass_order = 0;   // 1: the sums' pass walks the samples first to last; 2: last to first
+                              // (BnGradFuncs::sums_last_sample_first; the algorithm reads it)
 };
+
+// Knobs::sum_pass_order, with 0 resolved for the target and for whether
+// x_backprop is computed from the sums afterwards (training, and the split
+// phase's reduce, which a training apply follows).
+bool sums_last_sample_first(const Halide::Target &t, const Knobs &k, bool x_backprop_reads_sums);
 
 struct BnGradOutputs {
     Halide::Func x_backprop, scale_backprop, offset_backprop;  // Fused and Apply

@@ -30,6 +30,7 @@ public:
     GeneratorParam<int> vector_multiple{"vector_multiple", 0};
     GeneratorParam<int> rows_per_block{"rows_per_block", 0};
     GeneratorParam<int> rows_per_task{"rows_per_task", 0};
+    GeneratorParam<int> sum_pass_order{"sum_pass_order", 0};
 
     Input<Buffer<void, 3>> y_backprop{"y_backprop"};
     Input<Buffer<void, 3>> x{"x"};
@@ -43,6 +44,12 @@ public:
         f.layout = layout;
         f.training = false;  // not used: no outputs in this phase
         f.phase = fbng::Phase::Reduce;  // (Generator has a Phase of its own)
+        Knobs k;
+        k.vector_multiple = vector_multiple;
+        k.rows_per_block = rows_per_block;
+        k.rows_per_task = rows_per_task;
+        k.sum_pass_order = sum_pass_order;
+        f.sums_last_sample_first = sums_last_sample_first(get_target(), k, true);
 
         BnGradInputs in;
         in.y_backprop = y_backprop;
@@ -74,10 +81,6 @@ public:
         BnGradOutputs out;
         out.sum_dy = sum_dy;
         out.sum_dyxc = sum_dyxc;
-        Knobs k;
-        k.vector_multiple = vector_multiple;
-        k.rows_per_block = rows_per_block;
-        k.rows_per_task = rows_per_task;
         if (!using_autoscheduler()) schedule_for_target(f, out, get_target(), k);
     }
 };

@@ -170,6 +170,10 @@ std::vector<OneWorkerCase> one_worker_cases() {
     return cs;
 }
 
+// Also the test of Knobs::sum_pass_order: the split phase's reduce sums the
+// samples last-first in both modes, the fused inference variants first-first,
+// and the sums must still have the same bits (the order of the final sum over
+// samples is fixed in algorithm.cpp).
 class SplitPhaseOneWorker : public testing::TestWithParam<OneWorkerCase> {
 protected:
     void SetUp() override {

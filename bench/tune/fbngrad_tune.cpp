@@ -277,7 +277,7 @@ int main(int argc, char **argv) {
                 break;
             }
             const auto tc = Clock::now();
-            const std::vector<Candidate> cands = candidates_for(cell.layout, autos, o.extra_generators);
+            const std::vector<Candidate> cands = candidates_for(cell.layout, cell.training, autos, o.extra_generators);
             CellResult cr;
             cr.cell = cell.key();
             for (const Candidate &c : cands) {

@@ -67,29 +67,39 @@ const std::vector<Shape> &edge_shapes() {
     return v;
 }
 
-std::vector<Candidate> candidates_for(fbngrad_layout layout, const std::vector<std::string> &autoschedulers,
+std::vector<Candidate> candidates_for(fbngrad_layout layout, bool training,
+                                      const std::vector<std::string> &autoschedulers,
                                       const std::vector<std::string> &extra_generators) {
     std::vector<Candidate> cs;
     cs.push_back(Candidate{"hand"});
+    // sum_pass_order: 1 = the samples in order, 2 = last first (schedule.h).
+    // The hand schedule (0: sums_last_sample_first's CPU default) is last-first
+    // in training, in order in inference; its knobs are not tried twice.
+    auto order_suffix = [](int o) { return o == 2 ? std::string("_rev") : std::string(); };
+    const int hand_order = training ? 2 : 1;
     if (layout == FBNGRAD_NHWC) {
-        for (int vm : {1, 2})
-            for (int rpb : {128, 256, 1024})
-                for (int rpt : {16, 64, 256}) {
-                    if (vm == 1 && rpb == 256 && rpt == 64) continue;  // the hand schedule's defaults
+        for (int order : {1, 2})
+            for (int vm : {1, 2})
+                for (int rpb : {128, 256, 1024})
+                    for (int rpt : {16, 64, 256}) {
+                        if (order == hand_order && vm == 1 && rpb == 256 && rpt == 64) continue;
+                        Candidate c;
+                        c.id = "vm" + std::to_string(vm) + "_rpb" + std::to_string(rpb) + "_rpt" +
+                               std::to_string(rpt) + order_suffix(order);
+                        c.knobs = {{"vector_multiple", vm}, {"rows_per_block", rpb}, {"rows_per_task", rpt},
+                                   {"sum_pass_order", order}};
+                        cs.push_back(c);
+                    }
+    } else {
+        for (int order : {1, 2})
+            for (int vm : {1, 2, 4})
+                for (int ept : {4096, 16384, 65536}) {
+                    if (order == hand_order && vm == 1 && ept == 16384) continue;
                     Candidate c;
-                    c.id = "vm" + std::to_string(vm) + "_rpb" + std::to_string(rpb) + "_rpt" + std::to_string(rpt);
-                    c.knobs = {{"vector_multiple", vm}, {"rows_per_block", rpb}, {"rows_per_task", rpt}};
+                    c.id = "vm" + std::to_string(vm) + "_ept" + std::to_string(ept) + order_suffix(order);
+                    c.knobs = {{"vector_multiple", vm}, {"elements_per_task", ept}, {"sum_pass_order", order}};
                     cs.push_back(c);
                 }
-    } else {
-        for (int vm : {1, 2, 4})
-            for (int ept : {4096, 16384, 65536}) {
-                if (vm == 1 && ept == 16384) continue;
-                Candidate c;
-                c.id = "vm" + std::to_string(vm) + "_ept" + std::to_string(ept);
-                c.knobs = {{"vector_multiple", vm}, {"elements_per_task", ept}};
-                cs.push_back(c);
-            }
     }
     for (const std::string &a : autoschedulers) {
         Candidate c;

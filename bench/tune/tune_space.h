@@ -42,9 +42,10 @@ struct Candidate {
     bool eligible = true;             // may win (the AOT build has its generator)
 };
 
-// The candidates for a layout: the hand schedule first, then the knob grid,
+// The candidates for a layout and mode: the hand schedule first, then the knob grid,
 // then one per autoscheduler in `autoschedulers`, then the extra generators.
-std::vector<Candidate> candidates_for(fbngrad_layout layout, const std::vector<std::string> &autoschedulers,
+std::vector<Candidate> candidates_for(fbngrad_layout layout, bool training,
+                                      const std::vector<std::string> &autoschedulers,
                                       const std::vector<std::string> &extra_generators);
 
 }  // namespace fbngrad_tune
