@@ -5,7 +5,8 @@ always carry over to the compiled library. So after building with a fresh table,
 run the bench (fbngrad against fbngrad-hand, README: "Tuning for your machine")
 and give it to this script: each table entry whose tuned variant is not at least
 --min-speedup times the hand schedule there (geo-mean over the bench's shapes of
-that class) goes back to the hand schedule. Rebuild afterwards.
+that class), or that the bench has no shape for, goes back to the hand schedule.
+Rebuild afterwards.
 
   prune_tuned.py --table generators/tuned/avx512.json tuned.json
 
@@ -24,8 +25,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_pairs import cell_of, geomean, load_pairs, same_kernel, speedup  # noqa: E402
 
 
-def prune(table, pairs, min_speedup, bench_name):
-    """Updates table in place; returns (kept, pruned, unmeasured) lists of "cell class"."""
+def prune(table, pairs, min_speedup, bench_name, keep_unmeasured=False):
+    """Updates table in place; returns (kept, pruned, unmeasured) lists of "cell class".
+    An entry the bench has no shape for is pruned too, unless keep_unmeasured."""
     by_class = defaultdict(list)
     for p in pairs:
         if not same_kernel(p):
@@ -36,13 +38,15 @@ def prune(table, pairs, min_speedup, bench_name):
             continue
         what = "%s %s" % (e["cell"], e["class"])
         ps = by_class.get((e["cell"], e["class"]), [])
-        if not ps:
+        if not ps and keep_unmeasured:
             unmeasured.append(what)
             continue
-        g = geomean([speedup(p) for p in ps])
-        check = {"speedup": round(g, 4), "shapes": sorted({p.shape for p in ps}), "bench": bench_name,
+        g = geomean([speedup(p) for p in ps]) if ps else None
+        check = {"speedup": round(g, 4) if ps else None, "shapes": sorted({p.shape for p in ps}), "bench": bench_name,
                  "min_speedup": min_speedup}
-        if g >= min_speedup:
+        if not ps:
+            check["reason"] = "the bench run has no shape of this class"
+        if ps and g >= min_speedup:
             e["aot_check"] = check
             kept.append("%s (%.2fx)" % (what, g))
             continue
@@ -50,10 +54,11 @@ def prune(table, pairs, min_speedup, bench_name):
                        "jit_speedup": e["speedup"], "aot_check": check}
         e.update(winner="hand", schedule={}, tuned_ms=e["hand_ms"], speedup=1.0)
         e.pop("aot_check", None)
-        pruned.append("%s (%.2fx)" % (what, g))
+        pruned.append("%s (%s)" % (what, "%.2fx" % g if ps else "not measured"))
     if pruned or kept:
         table["aot_check"] = {"date": datetime.date.today().isoformat(), "bench": bench_name,
-                              "min_speedup": min_speedup, "kept": len(kept), "pruned": len(pruned)}
+                              "min_speedup": min_speedup, "kept": len(kept),
+                              "pruned": sum("pruned" in e for e in table["entries"])}  # this run's and earlier
     return kept, pruned, unmeasured
 
 
@@ -63,6 +68,8 @@ def main():
     ap.add_argument("--table", required=True, help="the schedule table the build read (generators/tuned/<isa>.json)")
     ap.add_argument("--min-speedup", type=float, default=1.02,
                     help="keep a tuned entry only at this geo-mean speed-up over hand or more (default 1.02)")
+    ap.add_argument("--keep-unmeasured", action="store_true",
+                    help="leave entries whose class the bench run has no shape of (default: back to hand)")
     ap.add_argument("--dry-run", action="store_true", help="report, do not write the table")
     a = ap.parse_args()
     try:
@@ -87,7 +94,8 @@ def main():
         print("prune_tuned.py: %s measured %s, not the table's ISA %s" % (a.bench_json, sorted(variants)[:3], isa),
               file=sys.stderr)
         return 2
-    kept, pruned, unmeasured = prune(table, pairs, a.min_speedup, os.path.basename(a.bench_json))
+    kept, pruned, unmeasured = prune(table, pairs, a.min_speedup, os.path.basename(a.bench_json),
+                                     a.keep_unmeasured)
     for name, xs in (("kept", kept), ("pruned (back to hand)", pruned), ("not in the bench run, left", unmeasured)):
         print("%s: %d%s" % (name, len(xs), "".join("\n  " + x for x in xs)))
     if a.dry_run or not (kept or pruned):

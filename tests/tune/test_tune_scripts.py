@@ -35,7 +35,7 @@ def entry(cell, cls, winner, speedup=1.2):
 TABLE = {"format": "fbngrad-schedule-table-1", "machine": {"isa": "avx512"}, "entries": [
     entry("f32/nhwc/train", "dram", "rpt256"),        # faster in the AOT bench: kept
     entry("f32/nchw/train", "small_c", "ept4096"),    # slower there: pruned
-    entry("f16/nhwc/infer", "cache", "rpb1024"),      # no bench rows: left as it is
+    entry("f16/nhwc/infer", "cache", "rpb1024"),      # no bench rows: pruned (or kept: --keep-unmeasured)
     entry("f32/nhwc/train", "small_nhw", "hand"),     # hand: untouched
 ]}
 HAND = {"f32_nhwc_train": "fbng_f32_nhwc_train_avx512", "f32_nchw_train": "fbng_f32_nchw_train_avx512"}
@@ -105,9 +105,11 @@ def main():
         check(pruned.get("pruned", {}).get("winner") == "ept4096" and
               pruned["pruned"]["schedule"] == {"knobs": {"rows_per_task": 256}} and
               abs(pruned["pruned"]["aot_check"]["speedup"] - 0.8333) < 1e-3, "what the tuner chose is kept as a record")
-        check(e[("f16/nhwc/infer", "cache")] == TABLE["entries"][2], "an entry the bench did not measure is left")
+        um = e[("f16/nhwc/infer", "cache")]
+        check(um["winner"] == "hand" and um["pruned"]["aot_check"]["speedup"] is None and
+              "no shape" in um["pruned"]["aot_check"]["reason"], "an entry the bench did not measure is pruned: %s" % um)
         check(e[("f32/nhwc/train", "small_nhw")] == TABLE["entries"][3], "a hand entry is left")
-        check(t["aot_check"]["kept"] == 1 and t["aot_check"]["pruned"] == 1, "the table says what the check did")
+        check(t["aot_check"]["kept"] == 1 and t["aot_check"]["pruned"] == 2, "the table says what the check did")
         check(not [f for f in os.listdir(d) if f.startswith(".prune-")], "no temporary file is left")
 
         # After the rebuild the class runs hand in both rows: the report passes.
@@ -119,12 +121,18 @@ def main():
         p = run("tuned_vs_hand.py", bench)
         check(p.returncode == 0, "tuned_vs_hand exits 0 once the slow class runs hand (got %d)" % p.returncode)
 
+        # --keep-unmeasured leaves the unmeasured entry as it was.
+        write(table, TABLE)
+        p = run("prune_tuned.py", "--table", table, bench, "--keep-unmeasured")
+        t = json.load(open(table))
+        check(p.returncode == 0 and t["entries"][2] == TABLE["entries"][2], "--keep-unmeasured leaves it")
+
         # A threshold above the kept entry's speed-up prunes it too.
         write(table, TABLE)
         write(bench, bench_json(nchw_tuned_ms=0.036))
         p = run("prune_tuned.py", "--table", table, bench, "--min-speedup", "1.2")
         t = json.load(open(table))
-        check(all(x["winner"] == "hand" for x in t["entries"] if x["class"] != "cache"), "--min-speedup 1.2 prunes both")
+        check(all(x["winner"] == "hand" for x in t["entries"]), "--min-speedup 1.2 prunes both")
 
         # Errors: nothing written, exit 2, a message.
         write(table, TABLE)
