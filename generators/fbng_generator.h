@@ -36,6 +36,7 @@ public:
     GeneratorParam<int> rows_per_task{"rows_per_task", 0};
     GeneratorParam<int> elements_per_task{"elements_per_task", 0};
     GeneratorParam<int> sum_pass_order{"sum_pass_order", 0};
+    GeneratorParam<int> fuse_passes{"fuse_passes", 0};
 
     Input<Buffer<void, 3>> y_backprop{"y_backprop"};
     Input<Buffer<void, 3>> x{"x"};
@@ -63,6 +64,7 @@ public:
         k.rows_per_task = rows_per_task;
         k.elements_per_task = elements_per_task;
         k.sum_pass_order = sum_pass_order;
+        k.fuse_passes = fuse_passes;
         f.sums_last_sample_first = sums_last_sample_first(this->get_target(), k, f.training);
 
         const int c_dim = channel_dim(f.layout);

@@ -7,6 +7,8 @@ using namespace Halide;
 namespace fbng {
 
 void schedule_for_target(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Knobs &k) {
+    // Refuses a fuse_passes value the target's schedule cannot honour.
+    (void)fuses_passes(f, t, k);
     // A GPU target is a CPU target too (the host code's arch): check the GPU first.
     if (t.has_gpu_feature()) {
         schedule_cuda(f, out, t);
@@ -28,6 +30,27 @@ bool sums_last_sample_first(const Target &t, const Knobs &k, bool x_backprop_rea
     // exceed the cache, and inference 5-10 % slower. A GPU has no cache to reuse
     // at this scale.
     return !t.has_gpu_feature() && x_backprop_reads_sums;
+}
+
+bool fuses_passes(const BnGradFuncs &f, const Target &t, const Knobs &k) {
+    if (k.fuse_passes != 0 && k.fuse_passes != 1 && k.fuse_passes != 2)
+        throw CompileError("fuse_passes: 0, 1 or 2, not " + std::to_string(k.fuse_passes));
+    if (k.fuse_passes == 2) {
+        if (t.arch != Target::X86 || t.has_gpu_feature())
+            throw CompileError("fuse_passes=2 is scheduled for x86 CPUs only (generators/schedule_x86.cpp)");
+        if (f.layout == Layout::NHWC && f.training)
+            throw CompileError("fuse_passes=2 is for NCHW or NHWC inference: NHWC training needs every row's "
+                               "sums before any x_backprop, and its channel blocks are strided parts of rows");
+    }
+    // Only the fused op has both the sums and x_backprop in one pipeline.
+    if (f.phase != Phase::Fused || t.arch != Target::X86 || t.has_gpu_feature()) return false;
+    if (k.fuse_passes != 0) return k.fuse_passes == 2;
+    // Default: NCHW only, where it was measured faster on every shape tried,
+    // cache-resident ones too (README "Benchmarks"). The NHWC one pass cannot
+    // specialize for C below the vector width (compute_with forbids
+    // specializations), so it stays a tuner choice. ARM keeps two passes (not
+    // measured on hardware).
+    return f.layout == Layout::NCHW;
 }
 
 }  // namespace fbng

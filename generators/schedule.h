@@ -19,7 +19,18 @@ struct Knobs {
     int elements_per_task = 0;  // x86 NCHW: planes are grouped into tasks of at least this many elements
     int sum_pass_order = 0;   // 1: the sums' pass walks the samples first to last; 2: last to first
                               // (BnGradFuncs::sums_last_sample_first; the algorithm reads it)
+    int fuse_passes = 0;      // x86, the fused op: 1 the sums' pass over the whole tensors, then
+                              // x_backprop's; 2 one pass over blocks, each block's sums right
+                              // before (NHWC inference: beside) its x_backprop, so that the
+                              // second read comes from the cache. Blocks: NCHW groups of
+                              // channels; NHWC (inference only) rows_per_block rows.
+                              // Default: 2 for NCHW, 1 for NHWC
 };
+
+// Knobs::fuse_passes resolved: whether this pipeline computes the sums and
+// x_backprop in one pass over blocks. Throws CompileError for a value the
+// pipeline cannot honour (schedule_for_target calls it for every target).
+bool fuses_passes(const BnGradFuncs &f, const Halide::Target &t, const Knobs &k);
 
 // Knobs::sum_pass_order, with 0 resolved for the target and for whether
 // x_backprop is computed from the sums afterwards (training, and the split

@@ -74,7 +74,7 @@ std::vector<Candidate> candidates_for(fbngrad_layout layout, bool training,
     cs.push_back(Candidate{"hand"});
     // sum_pass_order: 1 = the samples in order, 2 = last first (schedule.h).
     // The hand schedule (0: sums_last_sample_first's CPU default) is last-first
-    // in training, in order in inference; its knobs are not tried twice.
+    // in training, in order in inference; its knobs are not tried twice (NHWC).
     auto order_suffix = [](int o) { return o == 2 ? std::string("_rev") : std::string(); };
     const int hand_order = training ? 2 : 1;
     if (layout == FBNGRAD_NHWC) {
@@ -90,16 +90,37 @@ std::vector<Candidate> candidates_for(fbngrad_layout layout, bool training,
                                    {"sum_pass_order", order}};
                         cs.push_back(c);
                     }
-    } else {
-        for (int order : {1, 2})
-            for (int vm : {1, 2, 4})
-                for (int ept : {4096, 16384, 65536}) {
-                    if (order == hand_order && vm == 1 && ept == 16384) continue;
+        // fuse_passes = 2 (inference only): each block of rows' sums beside its
+        // x_backprop; rows_per_task does not apply, the sum order does not matter.
+        if (!training)
+            for (int vm : {1, 2})
+                for (int rpb : {256, 1024}) {
                     Candidate c;
-                    c.id = "vm" + std::to_string(vm) + "_ept" + std::to_string(ept) + order_suffix(order);
-                    c.knobs = {{"vector_multiple", vm}, {"elements_per_task", ept}, {"sum_pass_order", order}};
+                    c.id = "onepass_vm" + std::to_string(vm) + "_rpb" + std::to_string(rpb);
+                    c.knobs = {{"fuse_passes", 2}, {"vector_multiple", vm}, {"rows_per_block", rpb}};
                     cs.push_back(c);
                 }
+    } else {
+        // fuse_passes: 2 (the hand schedule's default on x86) computes a block of
+        // channels at a time, its sums then its x_backprop, and the sum order does not
+        // matter to the cache; 1 is the two-pass schedule, where it does.
+        for (int vm : {1, 2, 4})
+            for (int ept : {4096, 16384, 65536}) {
+                const std::string knobs = "vm" + std::to_string(vm) + "_ept" + std::to_string(ept);
+                if (!(vm == 1 && ept == 16384)) {
+                    Candidate c;
+                    c.id = "onepass_" + knobs;
+                    c.knobs = {{"fuse_passes", 2}, {"vector_multiple", vm}, {"elements_per_task", ept}};
+                    cs.push_back(c);
+                }
+                for (int order : {1, 2}) {
+                    Candidate c;
+                    c.id = knobs + order_suffix(order);
+                    c.knobs = {{"fuse_passes", 1}, {"vector_multiple", vm}, {"elements_per_task", ept},
+                               {"sum_pass_order", order}};
+                    cs.push_back(c);
+                }
+            }
     }
     for (const std::string &a : autoschedulers) {
         Candidate c;
