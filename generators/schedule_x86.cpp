@@ -31,9 +31,11 @@ void schedule_x86_nchw_one_pass(BnGradFuncs &f, BnGradOutputs &out, int vec, int
     // A block is a group of adjacent channels, at least elements_per_task
     // elements a sample: one contiguous run a sample, long enough for the
     // prefetchers (single 12 KB planes a sample were slower than two passes).
-    // One block per core.
+    // One block per core, and at most half the channels a block, so that
+    // both cores work when the planes are tiny (H*W = 1: one block of every
+    // channel otherwise). The blocks only place the work, never the sums' order.
     Var co("co"), ci("ci");
-    Expr planes = max(1, elements_per_task / max(f.S, 1));
+    Expr planes = clamp(elements_per_task / max(f.S, 1), 1, max(1, (f.C + 1) / 2));
     xb.split(c, co, ci, planes, guard).reorder(s, ci, n, co).parallel(co).vectorize(s, vec, guard);
     for (Func g : {out.scale_backprop, out.offset_backprop})
         g.split(c, co, ci, planes, guard).parallel(co).compute_with(xb, co);
