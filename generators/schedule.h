@@ -14,8 +14,9 @@ namespace fbng {
 // set them from CMake PARAMS without touching code. 0 means "the target's default".
 struct Knobs {
     int vector_multiple = 0;  // vector width = multiple * natural float32 lanes
-    int rows_per_block = 0;   // NHWC: rows summed per partial-sum block (the rfactor split)
-    int rows_per_task = 0;    // NHWC: rows of x_backprop per parallel task
+    int rows_per_block = 0;   // NHWC: rows summed per partial-sum block (the rfactor split);
+                              // x86 default max(256, 65536 / C)
+    int rows_per_task = 0;    // NHWC: rows of x_backprop per parallel task; x86 default max(64, 16384 / C)
     int elements_per_task = 0;  // x86 NCHW: planes are grouped into tasks of at least this many elements
     int sum_pass_order = 0;   // 1: the sums' pass walks the samples first to last; 2: last to first
                               // (BnGradFuncs::sums_last_sample_first; the algorithm reads it)

@@ -55,8 +55,13 @@ void schedule_x86_nchw_one_pass(BnGradFuncs &f, BnGradOutputs &out, int vec, int
 
 void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Knobs &k) {
     const int vec = t.natural_vector_size<float>() * (k.vector_multiple > 0 ? k.vector_multiple : 1);
-    const int rows_per_block = k.rows_per_block > 0 ? k.rows_per_block : 256;
-    const int rows_per_task = k.rows_per_task > 0 ? k.rows_per_task : 64;
+    // NHWC defaults sized in elements, not rows: sum blocks of at least 64K
+    // elements and x_backprop tasks of at least 16K (C = 256: 256 and 64 rows,
+    // as fixed row counts were tuned for; C = 64: 1024 and 256 rows, the
+    // tuner's dram winner, whose fixed rows lost on C >= 128; README "Benchmarks").
+    // The blocks change the sums' order with C only, never with the thread count.
+    const Expr rows_per_block = k.rows_per_block > 0 ? Expr(k.rows_per_block) : max(256, 65536 / max(f.C, 1));
+    const Expr rows_per_task = k.rows_per_task > 0 ? Expr(k.rows_per_task) : max(64, 16384 / max(f.C, 1));
     const int elements_per_task = k.elements_per_task > 0 ? k.elements_per_task : 16384;
     Var &c = f.c, &s = f.s, &n = f.n;
     const bool one_pass = fuses_passes(f, t, k);
@@ -88,6 +93,10 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
         // (8 and 4 float lanes) that C still fills. The lanes stay channels,
         // so every specialization sums in the same order (same bits).
         std::vector<int> widths{vec};
+        // The parallel loop of a specialization meant to be scalar (C below
+        // the narrowest vector) is named so: tests/check_vectorized.py lets
+        // exactly those loops go without vector arithmetic.
+        Var scalar_loop("so_scalar");
         for (int w = vec / 2; w >= 4; w /= 2) widths.push_back(w);
         auto vectorize_channels = [&](Stage st) {
             for (size_t i = 0; i + 1 < widths.size(); ++i)
@@ -108,10 +117,29 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
             block.compute_root().vectorize(c, vec, guard);
             Stage blocks = block.update();
             blocks.reorder(c, rsi, so, n).parallel(so);
-            if (one_pass)
+            if (one_pass) {
                 blocks.vectorize(c, vec, guard);  // compute_with allows no specializations
-            else
+            } else {
+                // A row of a few vectors of channels: with channels innermost,
+                // every row would load, add and store the same accumulators, a
+                // chain through memory per row (C = 8 on AVX2: 4x oneDNN's
+                // time). With the rows innermost and the row's vectors
+                // unrolled, the accumulators stay in registers. Each channel
+                // still sums its rows in order: the same bits.
+                for (int k = 2; k <= 4; ++k) {
+                    Var co("co"), ci("ci");
+                    blocks.specialize(f.C == k * vec)
+                        .split(c, co, ci, vec)
+                        .reorder(ci, co, rsi, so, n)
+                        .vectorize(ci)
+                        .unroll(co);
+                }
+                for (int w : widths)
+                    blocks.specialize(f.C == w).reorder(rsi, c, so, n).vectorize(c, w);
+                for (int small = 1; small < widths.back(); ++small)
+                    blocks.specialize(f.C == small).reorder(rsi, c, so, n).unroll(c, small).rename(so, scalar_loop);
                 vectorize_channels(blocks);
+            }
 
             f.partial.compute_root().vectorize(c, vec, guard);
             f.partial.update().reorder(c, rso, n).vectorize(c, vec, guard);
@@ -124,6 +152,10 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
                 block.update().compute_with(xb, so);
             } else {
                 xb.split(s, so, si, rows_per_task, guard).reorder(c, si, so, n).parallel(so);
+                // Fewer channels than the narrowest vector: scalar stores, not
+                // masked vector ones (a masked store is slow on AMD's cores).
+                for (int small = 1; small < widths.back(); ++small)
+                    xb.specialize(f.C == small).unroll(c, small).rename(so, scalar_loop);
                 vectorize_channels(xb);
             }
         }

@@ -142,9 +142,11 @@ const std::vector<ApplyRow> &apply_rows() {
 }
 
 // Logical shapes N, spatial..., C: below, at and above the vector widths and
-// the NHWC tiles (256-row sum blocks, 64-row tasks), and 5-D.
+// the NHWC tiles (edge_shapes.h: x86 C = 64 sums blocks of 1024 rows, ARM 256), the x86
+// NHWC sums specialized for one vector (C = 8) and 3 AVX2 vectors (C = 24), and 5-D.
 const std::vector<std::vector<int64_t>> kShapes = {
-    {1, 1, 1, 1}, {2, 3, 5, 3}, {3, 5, 7, 17}, {1, 17, 31, 4}, {2, 16, 16, 64}, {2, 3, 4, 5, 6},
+    {1, 1, 1, 1}, {2, 3, 5, 3}, {3, 5, 7, 17}, {1, 17, 31, 4}, {2, 16, 16, 64}, {1, 41, 25, 64}, {1, 1, 257, 8},
+    {2, 5, 13, 24}, {2, 3, 4, 5, 6},
 };
 
 struct OneWorkerCase {
