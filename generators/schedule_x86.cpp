@@ -8,6 +8,8 @@
 // a 1x1 plane) are normal inputs, and rounding up would read past the tensor.
 #include "schedule.h"
 
+#include <set>
+
 using namespace Halide;
 
 namespace fbng {
@@ -126,16 +128,20 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
                 // time). With the rows innermost and the row's vectors
                 // unrolled, the accumulators stay in registers. Each channel
                 // still sums its rows in order: the same bits.
-                for (int k = 2; k <= 4; ++k) {
-                    Var co("co"), ci("ci");
-                    blocks.specialize(f.C == k * vec)
-                        .split(c, co, ci, vec)
-                        .reorder(ci, co, rsi, so, n)
-                        .vectorize(ci)
-                        .unroll(co);
+                // Every C that is 1 to 4 vectors of one of the widths, widest
+                // vectors first (AVX2, widths 8 and 4: C = 8, 16, 24, 32, 4, 12).
+                std::set<int> specialized;
+                for (int w : widths) {
+                    for (int k = 1; k <= 4; ++k) {
+                        if (!specialized.insert(k * w).second) continue;
+                        Var co("co"), ci("ci");
+                        blocks.specialize(f.C == k * w)
+                            .split(c, co, ci, w)
+                            .reorder(ci, co, rsi, so, n)
+                            .vectorize(ci)
+                            .unroll(co);
+                    }
                 }
-                for (int w : widths)
-                    blocks.specialize(f.C == w).reorder(rsi, c, so, n).vectorize(c, w);
                 for (int small = 1; small < widths.back(); ++small)
                     blocks.specialize(f.C == small).reorder(rsi, c, so, n).unroll(c, small).rename(so, scalar_loop);
                 vectorize_channels(blocks);

@@ -3,8 +3,8 @@
 // vector widths (4, 8, 16 float lanes) and the schedules' tiles (x86 NHWC:
 // sum blocks of max(256, 65536 / C) rows, tasks of max(64, 16384 / C) rows;
 // ARM NHWC: 256-row blocks, 64-row tasks; CUDA: 32-channel warps, 512-row chunks,
-// 4096-element plane chunks; x86 NHWC sums specialized for C of 1 to 3, one
-// vector and 2 to 4 vectors), a 5-D shape, and helpers to name them.
+// 4096-element plane chunks; x86 NHWC sums specialized for C of 1 to 3 and
+// of 1 to 4 vectors of 4, 8 or 16 lanes), a 5-D shape, and helpers to name them.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +29,7 @@ inline const std::vector<std::vector<int64_t>> kEdgeShapes = {
     {1, 1, 257, 8},   // M = 257: one past an ARM block; C at AVX2 width
     {3, 9, 11, 2},    // x86 NHWC: C = 2, the sums' unrolled scalar rows (C below the narrowest vector)
     {2, 5, 13, 24},   // x86 NHWC: C = 3 AVX2 vectors, the sums' unrolled vectors of a row
+    {2, 7, 5, 12},    // C = 3 SSE vectors (the unrolled sums on every x86 ISA)
     {1, 9, 40, 32},   // C = 2 AVX-512 vectors, 4 AVX2 ones (the unrolled sums' largest on AVX2)
     {1, 3, 100, 48},  // C = 3 AVX-512 vectors (the unrolled sums), 6 AVX2 ones (the general loop)
     {2, 2, 3, 2048},  // wide C, few rows
