@@ -2,6 +2,8 @@
 // all come here, so a new target family is added once, for all of them.
 #include "schedule.h"
 
+#include <set>
+
 using namespace Halide;
 
 namespace fbng {
@@ -19,6 +21,27 @@ void schedule_for_target(BnGradFuncs &f, BnGradOutputs &out, const Target &t, co
     } else {
         throw CompileError("fbngrad has no schedule for target " + t.to_string());
     }
+}
+
+std::vector<int> nhwc_channel_widths(int vec) {
+    std::vector<int> widths{vec};
+    for (int w = vec / 2; w >= 4; w /= 2) widths.push_back(w);
+    return widths;
+}
+
+void specialize_nhwc_row_sums(Stage blocks, const BnGradFuncs &f, const RVar &rsi, const Var &so,
+                              const std::vector<int> &widths) {
+    const Var &c = f.c, &n = f.n;
+    std::set<int> specialized;
+    for (int w : widths) {
+        for (int k = 1; k <= 4; ++k) {
+            if (!specialized.insert(k * w).second) continue;
+            Var co("co"), ci("ci");
+            blocks.specialize(f.C == k * w).split(c, co, ci, w).reorder(ci, co, rsi, so, n).vectorize(ci).unroll(co);
+        }
+    }
+    for (int small = 1; small < widths.back(); ++small)
+        blocks.specialize(f.C == small).reorder(rsi, c, so, n).unroll(c, small).rename(so, Var("so_scalar"));
 }
 
 bool sums_last_sample_first(const Target &t, const Knobs &k, bool x_backprop_reads_sums) {

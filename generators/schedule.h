@@ -8,6 +8,8 @@
 
 #include "algorithm.h"
 
+#include <vector>
+
 namespace fbng {
 
 // Schedule knobs, exposed as GeneratorParams so that a build (or a tuner) can
@@ -46,6 +48,24 @@ struct BnGradOutputs {
 // Calls the entry point for the target (the one place that maps targets to
 // schedule files; every generator uses it).
 void schedule_for_target(BnGradFuncs &f, BnGradOutputs &out, const Halide::Target &t, const Knobs &k);
+
+// The vector widths (float lanes) of the NHWC channel loops, widest first:
+// vec, vec/2, ... down to 4 (the narrowest register of every CPU target).
+std::vector<int> nhwc_channel_widths(int vec);
+
+// The CPU schedules' NHWC sums over a block of rows, the rfactor'd stage
+// `blocks` (loops c, rsi, so, n from innermost): a row of a few vectors of
+// channels, summed channels innermost, would load, add and store the same
+// accumulators every row, a chain through memory (C = 8 on AVX2: 4x
+// oneDNN's time). Specialized here for every C that is 1 to 4 vectors of one
+// of `widths` (widest first; AVX2, widths 8 and 4: C = 8, 16, 24, 32, 4, 12):
+// rows innermost and the row's vectors unrolled, so the accumulators stay in
+// registers; and for C below the narrowest width: unrolled scalar rows, the
+// parallel loop renamed `so_scalar` (tests/check_vectorized.py lets exactly
+// those loops go without vector arithmetic). Each channel still sums its rows
+// in order: the same bits. The caller schedules the general case after.
+void specialize_nhwc_row_sums(Halide::Stage blocks, const BnGradFuncs &f, const Halide::RVar &rsi,
+                              const Halide::Var &so, const std::vector<int> &widths);
 
 void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Halide::Target &t, const Knobs &k);
 void schedule_arm(BnGradFuncs &f, BnGradOutputs &out, const Halide::Target &t, const Knobs &k);

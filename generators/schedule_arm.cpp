@@ -61,12 +61,16 @@ void schedule_arm(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
             // Sums over rows s: blocks of rows_per_block rows summed in parallel,
             // each row a run of C contiguous channels (vector lanes = channels).
             // rfactor comes before any split of the intermediate (pitfall P13).
+            // Small C in registers, as on x86 (specialize_nhwc_row_sums).
             RVar rso("rso"), rsi("rsi");
-            Var u("u");
+            Var so("so");
             f.partial.update().split(f.rs.x, rso, rsi, rows_per_block);
-            Func block = f.partial.update().rfactor(rso, u);
+            Func block = f.partial.update().rfactor(rso, so);
             block.compute_root().vectorize(c, vec, guard);
-            block.update().reorder(c, rsi, u, n).vectorize(c, vec, guard).parallel(u);
+            Stage blocks = block.update();
+            blocks.reorder(c, rsi, so, n).parallel(so);
+            specialize_nhwc_row_sums(blocks, f, rsi, so, nhwc_channel_widths(vec));
+            blocks.vectorize(c, vec, guard);
 
             f.partial.compute_root().vectorize(c, vec, guard);
             f.partial.update().reorder(c, rso, n).vectorize(c, vec, guard);

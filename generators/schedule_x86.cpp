@@ -8,8 +8,6 @@
 // a 1x1 plane) are normal inputs, and rounding up would read past the tensor.
 #include "schedule.h"
 
-#include <set>
-
 using namespace Halide;
 
 namespace fbng {
@@ -94,12 +92,11 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
         // specialized for C below the target's width, on narrower vectors
         // (8 and 4 float lanes) that C still fills. The lanes stay channels,
         // so every specialization sums in the same order (same bits).
-        std::vector<int> widths{vec};
+        const std::vector<int> widths = nhwc_channel_widths(vec);
         // The parallel loop of a specialization meant to be scalar (C below
         // the narrowest vector) is named so: tests/check_vectorized.py lets
         // exactly those loops go without vector arithmetic.
         Var scalar_loop("so_scalar");
-        for (int w = vec / 2; w >= 4; w /= 2) widths.push_back(w);
         auto vectorize_channels = [&](Stage st) {
             for (size_t i = 0; i + 1 < widths.size(); ++i)
                 st.specialize(f.C >= widths[i]).vectorize(c, widths[i], guard);
@@ -120,30 +117,13 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
             Stage blocks = block.update();
             blocks.reorder(c, rsi, so, n).parallel(so);
             if (one_pass) {
-                blocks.vectorize(c, vec, guard);  // compute_with allows no specializations
+                // compute_with allows no specializations, so the register sums
+                // below cannot serve here. Each vector of channels summing the
+                // block's rows as a strided strip (accumulators in registers for
+                // any C) was tried: 1.2-1.5x slower in the tuner's dram screening.
+                blocks.vectorize(c, vec, guard);
             } else {
-                // A row of a few vectors of channels: with channels innermost,
-                // every row would load, add and store the same accumulators, a
-                // chain through memory per row (C = 8 on AVX2: 4x oneDNN's
-                // time). With the rows innermost and the row's vectors
-                // unrolled, the accumulators stay in registers. Each channel
-                // still sums its rows in order: the same bits.
-                // Every C that is 1 to 4 vectors of one of the widths, widest
-                // vectors first (AVX2, widths 8 and 4: C = 8, 16, 24, 32, 4, 12).
-                std::set<int> specialized;
-                for (int w : widths) {
-                    for (int k = 1; k <= 4; ++k) {
-                        if (!specialized.insert(k * w).second) continue;
-                        Var co("co"), ci("ci");
-                        blocks.specialize(f.C == k * w)
-                            .split(c, co, ci, w)
-                            .reorder(ci, co, rsi, so, n)
-                            .vectorize(ci)
-                            .unroll(co);
-                    }
-                }
-                for (int small = 1; small < widths.back(); ++small)
-                    blocks.specialize(f.C == small).reorder(rsi, c, so, n).unroll(c, small).rename(so, scalar_loop);
+                specialize_nhwc_row_sums(blocks, f, rsi, so, widths);
                 vectorize_channels(blocks);
             }
 

@@ -13,7 +13,7 @@ exist and what ISA and dtype each has. For every variant of --isa:
     <name>_par_for_*: the big sums and x_backprop) does vector arithmetic on
     those registers, so one loop that silently went scalar fails the check;
     except the loops the schedule names scalar on purpose (a parallel var
-    `so_scalar`: the x86 NHWC specializations for C below the narrowest vector);
+    `so_scalar`: the NHWC specializations for C below the narrowest vector);
   * no register or instruction of a richer ISA appears (ymm in sse41, zmm in
     avx2, FP16 arithmetic in neon): that would be a SIGILL on the CPUs the
     dispatcher sends to this variant;
@@ -59,8 +59,8 @@ NARROWER = {
     "avx2": re.compile(r"^\s*v" + X86_ARITH + r"\s+.*%[xy]mm"),
     "avx512": re.compile(r"^\s*v" + X86_ARITH + r"\s+.*%[xyz]mm"),
 }
-# generators/schedule_x86.cpp names the parallel loop of a specialization that is scalar by
-# design `so_scalar`; Halide outlines it as <name>_par_for_<func>_s<stage>_..._so_scalar, with
+# generators/schedule.cpp (specialize_nhwc_row_sums) and schedule_x86.cpp name the parallel loop
+# of a specialization that is scalar by design `so_scalar`; Halide outlines it as <name>_par_for_<func>_s<stage>_..._so_scalar, with
 # __<k> appended to the second and later loops of the same name.
 SCALAR_LOOP = re.compile(r"_so_scalar(__\d+)?$")
 FP16_LOAD = re.compile(r"^\s*fcvtl2?\s+v\d+\.4s\s*,\s*v\d+\.[48]h\b")

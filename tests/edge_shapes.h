@@ -3,7 +3,7 @@
 // vector widths (4, 8, 16 float lanes) and the schedules' tiles (x86 NHWC:
 // sum blocks of max(256, 65536 / C) rows, tasks of max(64, 16384 / C) rows;
 // ARM NHWC: 256-row blocks, 64-row tasks; CUDA: 32-channel warps, 512-row chunks,
-// 4096-element plane chunks; x86 NHWC sums specialized for C of 1 to 3 and
+// 4096-element plane chunks; x86 and ARM NHWC sums specialized for C of 1 to 3 and
 // of 1 to 4 vectors of 4, 8 or 16 lanes), a 5-D shape, and helpers to name them.
 #pragma once
 
