@@ -59,10 +59,11 @@ std::vector<int> nhwc_channel_widths(int vec);
 // accumulators every row, a chain through memory (C = 8 on AVX2: 4x
 // oneDNN's time). Specialized here for every C that is 1 to 4 vectors of one
 // of `widths` (widest first; AVX2, widths 8 and 4: C = 8, 16, 24, 32, 4, 12):
-// rows innermost and the row's vectors unrolled, so the accumulators stay in
-// registers; and for C below the narrowest width: unrolled scalar rows, the
-// parallel loop renamed `so_scalar` (tests/check_vectorized.py lets exactly
-// those loops go without vector arithmetic). Each channel still sums its rows
+// the row loop innermost, the row's vectors unrolled inside it, so the
+// accumulators stay in registers; and for C below the narrowest width:
+// unrolled scalar rows, the parallel loop renamed `so_scalar`
+// (tests/check_vectorized.py lets exactly those loops go without vector
+// arithmetic). Each channel still sums its rows
 // in order: the same bits. The caller schedules the general case after.
 void specialize_nhwc_row_sums(Halide::Stage blocks, const BnGradFuncs &f, const Halide::RVar &rsi,
                               const Halide::Var &so, const std::vector<int> &widths);

@@ -120,7 +120,7 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
                 // compute_with allows no specializations, so the register sums
                 // below cannot serve here. Each vector of channels summing the
                 // block's rows as a strided strip (accumulators in registers for
-                // any C) was tried: 1.2-1.5x slower in the tuner's dram screening.
+                // any C) was tried: 1.25-1.66x slower in the tuner's dram screening.
                 blocks.vectorize(c, vec, guard);
             } else {
                 specialize_nhwc_row_sums(blocks, f, rsi, so, widths);
