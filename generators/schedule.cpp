@@ -41,7 +41,7 @@ void specialize_nhwc_row_sums(Stage blocks, const BnGradFuncs &f, const RVar &rs
         }
     }
     for (int small = 1; small < widths.back(); ++small)
-        blocks.specialize(f.C == small).reorder(rsi, c, so, n).unroll(c, small).rename(so, Var("so_scalar"));
+        blocks.specialize(f.C == small).reorder(rsi, c, so, n).unroll(c, small).rename(so, Var(kScalarLoopName));
 }
 
 bool sums_last_sample_first(const Target &t, const Knobs &k, bool x_backprop_reads_sums) {

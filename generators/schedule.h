@@ -49,6 +49,11 @@ struct BnGradOutputs {
 // schedule files; every generator uses it).
 void schedule_for_target(BnGradFuncs &f, BnGradOutputs &out, const Halide::Target &t, const Knobs &k);
 
+// The name of a parallel loop that a schedule makes scalar on purpose (NHWC,
+// C below the narrowest vector): tests/check_vectorized.py lets exactly the
+// loops of this name go without vector arithmetic.
+inline const char *const kScalarLoopName = "so_scalar";
+
 // The vector widths (float lanes) of the NHWC channel loops, widest first:
 // vec, vec/2, ... down to 4 (the narrowest register of every CPU target).
 std::vector<int> nhwc_channel_widths(int vec);
@@ -61,10 +66,9 @@ std::vector<int> nhwc_channel_widths(int vec);
 // of `widths` (widest first; AVX2, widths 8 and 4: C = 8, 16, 24, 32, 4, 12):
 // the row loop innermost, the row's vectors unrolled inside it, so the
 // accumulators stay in registers; and for C below the narrowest width:
-// unrolled scalar rows, the parallel loop renamed `so_scalar`
-// (tests/check_vectorized.py lets exactly those loops go without vector
-// arithmetic). Each channel still sums its rows
-// in order: the same bits. The caller schedules the general case after.
+// unrolled scalar rows, the parallel loop renamed kScalarLoopName. Each
+// channel still sums its rows in order: the same bits. The caller schedules
+// the general case after.
 void specialize_nhwc_row_sums(Halide::Stage blocks, const BnGradFuncs &f, const Halide::RVar &rsi,
                               const Halide::Var &so, const std::vector<int> &widths);
 

@@ -93,10 +93,7 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
         // (8 and 4 float lanes) that C still fills. The lanes stay channels,
         // so every specialization sums in the same order (same bits).
         const std::vector<int> widths = nhwc_channel_widths(vec);
-        // The parallel loop of a specialization meant to be scalar (C below
-        // the narrowest vector) is named so: tests/check_vectorized.py lets
-        // exactly those loops go without vector arithmetic.
-        Var scalar_loop("so_scalar");
+        Var scalar_loop(kScalarLoopName);
         auto vectorize_channels = [&](Stage st) {
             for (size_t i = 0; i + 1 < widths.size(); ++i)
                 st.specialize(f.C >= widths[i]).vectorize(c, widths[i], guard);

@@ -59,9 +59,10 @@ NARROWER = {
     "avx2": re.compile(r"^\s*v" + X86_ARITH + r"\s+.*%[xy]mm"),
     "avx512": re.compile(r"^\s*v" + X86_ARITH + r"\s+.*%[xyz]mm"),
 }
-# generators/schedule.cpp (specialize_nhwc_row_sums) and schedule_x86.cpp name the parallel loop
-# of a specialization that is scalar by design `so_scalar`; Halide outlines it as <name>_par_for_<func>_s<stage>_..._so_scalar, with
-# __<k> appended to the second and later loops of the same name.
+# The schedules name the parallel loop of a specialization that is scalar by design `so_scalar`
+# (kScalarLoopName, generators/schedule.h); Halide outlines it as
+# <name>_par_for_<func>_s<stage>_..._so_scalar, with __<k> appended to the second and later loops
+# of the same name.
 SCALAR_LOOP = re.compile(r"_so_scalar(__\d+)?$")
 FP16_LOAD = re.compile(r"^\s*fcvtl2?\s+v\d+\.4s\s*,\s*v\d+\.[48]h\b")
 FP16_STORE = re.compile(r"^\s*fcvtn2?\s+v\d+\.[48]h\s*,\s*v\d+\.4s\b")
