@@ -1,5 +1,6 @@
 #include "cuda_context.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "cuda_driver.h"
@@ -127,6 +128,37 @@ std::string zero_device_floats(const CallContext &ctx, void *ptr, size_t n) {
     void *popped = nullptr;
     d->cuCtxPopCurrent(&popped);
     return r ? "cuMemsetD32Async failed: " + cuda::error_name(r) : "";
+}
+
+DeviceScratch::DeviceScratch(const CallContext &ctx, size_t bytes) : ctx_(ctx) {
+    const cuda::Driver *d = cuda::driver(&error_);
+    if (!d) return;
+    if (cuda::CUresult r = d->cuCtxPushCurrent(ctx.cuda_context)) {
+        error_ = "cuCtxPushCurrent failed: " + cuda::error_name(r);
+        return;
+    }
+    const size_t words = std::max<size_t>(1, (bytes + 3) / 4);
+    cuda::CUdeviceptr p = 0;
+    cuda::CUresult r = d->cuMemAlloc(&p, words * 4);
+    if (r) {
+        error_ = "cuMemAlloc of " + std::to_string(words * 4) + " bytes failed: " + cuda::error_name(r);
+    } else if ((r = d->cuMemsetD32Async(p, 0u, words, ctx.cuda_stream))) {
+        error_ = "cuMemsetD32Async failed: " + cuda::error_name(r);
+        d->cuMemFree(p);
+    } else {
+        ptr_ = reinterpret_cast<void *>(p);
+    }
+    void *popped = nullptr;
+    d->cuCtxPopCurrent(&popped);
+}
+
+DeviceScratch::~DeviceScratch() {
+    if (!ptr_) return;
+    const cuda::Driver *d = cuda::driver();
+    if (!d || d->cuCtxPushCurrent(ctx_.cuda_context)) return;  // leaked rather than freed under a kernel
+    if (d->cuStreamSynchronize(ctx_.cuda_stream) == 0) d->cuMemFree(reinterpret_cast<cuda::CUdeviceptr>(ptr_));
+    void *popped = nullptr;
+    d->cuCtxPopCurrent(&popped);
 }
 
 }  // namespace fbngrad::runtime

@@ -36,4 +36,23 @@ void make_device_buffer(halide_buffer_t *b);
 // n float32 zeros at device address ptr, on the call's stream; "" or the error.
 std::string zero_device_floats(const CallContext &ctx, void *ptr, size_t n);
 
+// Zeroed device memory of the call's own, in the call's context, for kernels
+// the call launches on its stream. Freed when this goes out of scope, after
+// that stream has finished (so the destructor waits for it): for rare paths
+// only. data() is nullptr, and error() says why, when it could not be had.
+class DeviceScratch {
+public:
+    DeviceScratch(const CallContext &ctx, size_t bytes);
+    ~DeviceScratch();
+    DeviceScratch(const DeviceScratch &) = delete;
+    DeviceScratch &operator=(const DeviceScratch &) = delete;
+    void *data() const { return ptr_; }
+    const std::string &error() const { return error_; }
+
+private:
+    const CallContext &ctx_;
+    void *ptr_ = nullptr;
+    std::string error_;
+};
+
 }  // namespace fbngrad::runtime

@@ -7,6 +7,7 @@
 // count is a host int64 in both cases.
 #include <algorithm>
 #include <exception>
+#include <optional>
 #include <string>
 
 #include "cuda_call.h"
@@ -106,14 +107,34 @@ fbngrad_code fbngrad_split_phase_apply(const fbngrad_tensor *y_backprop, const f
         if (!v) return set_status(status, FBNGRAD_NOT_FOUND, msg);
 
         // This shard may be empty while others are not: the kernel then
-        // computes scale_backprop and offset_backprop only. (On CUDA its
-        // x_backprop launch then has an empty grid; that this is harmless is
-        // what CudaSplitPhase.EmptyShard checks on a GPU: not yet run.)
+        // computes scale_backprop and offset_backprop only. On CUDA an empty
+        // x_backprop would be a launch of zero blocks, which the driver refuses
+        // (CUDA_ERROR_INVALID_VALUE, seen on an H200): the kernel runs instead
+        // on a stand-in shard of one zero row in scratch memory, whose
+        // x_backprop is thrown away. scale_backprop and offset_backprop come
+        // from the sums alone, so they are the bits a non-empty shard gets.
         runtime::install_halide_handlers();
         const halide_type_t T = halide_type(p.dtype);
         const int32_t C = int32_t(p.C);
-        Tensor3 dy(runnable(y_backprop->data), T, p), xx(runnable(x->data), T, p);
-        Tensor3 xb(runnable(x_backprop->data), T, p);
+        const bool stand_in = on_cuda && p.elements == 0;
+        std::optional<runtime::DeviceScratch> scratch;
+        CheckedProblem rows = p;
+        void *dy_data = runnable(y_backprop->data), *x_data = runnable(x->data);
+        void *xb_data = runnable(x_backprop->data);
+        if (stand_in) {
+            rows.N = rows.S = 1;
+            rows.elements = p.C;
+            const size_t row_bytes = size_t(p.C) * (T.bits / 8);
+            scratch.emplace(ctx, 3 * row_bytes);
+            if (!scratch->data())
+                return set_status(status, FBNGRAD_INTERNAL, "no scratch row for an empty shard: " + scratch->error());
+            uint8_t *base = static_cast<uint8_t *>(scratch->data());
+            dy_data = base;
+            x_data = base + row_bytes;
+            xb_data = base + 2 * row_bytes;
+        }
+        Tensor3 dy(dy_data, T, rows), xx(x_data, T, rows);
+        Tensor3 xb(xb_data, T, rows);
         Tensor3 sc(scale->data, C), mean(reserve_space_1->data, C), rs2(reserve_space_2->data, C);
         Tensor3 sdy(sum_dy->data, C), sdyxc(sum_dyxc->data, C);
         Tensor3 sb(scale_backprop->data, C), ob(offset_backprop->data, C);
