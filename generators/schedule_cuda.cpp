@@ -4,20 +4,23 @@
 //
 // Sums (no atomics: the order of every float addition is fixed by the
 // schedule, so the same inputs give the same bits on every run and GPU):
-//   1. chunk(c, n, u): one GPU block per chunk of rows (NHWC: kChunkRows rows
-//      of 32 channels; NCHW: kPlaneChunk elements of one (c, n) plane).
-//      Inside the block every thread sums a strided set of the chunk's
-//      elements into shared memory (rfactor), then the block adds those
-//      partials in a fixed order.
-//   2. partial(c, n): the chunks of each (c, n), added by a small kernel
-//      (NHWC, where a channel has many chunks: again a block-wide tree).
-//   3. sums(c): partial over n, one thread per channel.
+//   NHWC: 1. chunk(c, n, u): one GPU block per chunk of kChunkRows rows of 32
+//         channels; every thread sums a strided set of the chunk's rows into
+//         shared memory (rfactor), then the block adds those partials in a
+//         fixed order. 2. partial(c, n): the chunks of each channel, added by
+//         a small kernel (again a block-wide tree).
+//   NCHW: partial(c, n): one block per (c, n) plane, its kPlaneChunk-element
+//         chunks one after another, each summed by the block's threads into
+//         shared memory and then, in order, by one thread.
+//   Then sums(c): partial over n, one thread per channel.
 // Elementwise (x_backprop): 2-D thread blocks whose x dimension runs along
-// the contiguous dimension: NHWC threads along c then s, NCHW along s.
+// the contiguous dimension (NHWC: c, then rows; NCHW: s, then channels), each
+// thread doing kElementsPerThread elements.
 //
-// Every grid is one-dimensional (all block loops fused into blockIdx.x):
-// gridDim.y and .z stop at 65535, gridDim.x at 2^31 - 1, and the tensors may
-// hold up to 2^31 - 1 elements.
+// Every grid but one is one-dimensional (all block loops fused into
+// blockIdx.x): gridDim.y and .z stop at 65535, gridDim.x at 2^31 - 1, and the
+// tensors may hold up to 2^31 - 1 elements. The exception, NCHW's plane sums,
+// puts the channel on blockIdx.y (see schedule_sums_nchw).
 #include "schedule.h"
 
 using namespace Halide;
@@ -39,12 +42,17 @@ constexpr int kChunkLanes = 16;        // NHWC step 2: threads per channel addin
 // the block's partials in order. (A two-level combine, a second rfactor of
 // that last sum into groups, gave wrong sums when run under PoCL; see
 // tests/cuda/test_gpu_schedule_pocl.cpp.)
-constexpr int kPlaneThreads = 128;
-constexpr int kPlanePerThread = 32;
+constexpr int kPlaneThreads = 64;
+constexpr int kPlanePerThread = 64;
 constexpr int kPlaneChunk = kPlaneThreads * kPlanePerThread;
-// x_backprop tiles: NHWC 32 channels x 8 rows, NCHW 64 plane elements x 4 channels.
+// x_backprop tiles: NHWC 32 channels x 8 rows of threads, NCHW 64 plane
+// elements x 4 channels of threads; each thread does kElementsPerThread
+// elements (rows 8 apart, channels 4 apart), so that several loads are in
+// flight per thread and the block-index arithmetic is shared. With one
+// element per thread the kernel moved 35 % of an H200's bandwidth.
 constexpr int kNhwcTileRows = 8;
 constexpr int kNchwTileS = 64, kNchwTileC = 4;
+constexpr int kElementsPerThread = 4;
 
 // A per-channel stage (c innermost, possibly with a serial reduction inside):
 // one thread per channel, a warp of consecutive channels per block, every
@@ -123,36 +131,37 @@ void schedule_sums_nhwc(BnGradFuncs &f) {
 
 void schedule_sums_nchw(BnGradFuncs &f) {
     Var &c = f.c, &n = f.n;
-    Var u("u"), t("t"), co("co"), ci("ci"), blk("blk");
+    Var u("u"), t("t");
     RVar rso("rso"), rsi("rsi"), rsk("rsk"), rst("rst");
 
-    // Plane element s = u*kPlaneChunk + rsk*kPlaneThreads + rst: one block per
-    // (c, n, u); thread t sums elements t, t + 128, ... (a warp reads 32
-    // consecutive elements per step); then one thread adds the 128 partials.
+    // Plane element s = rso*kPlaneChunk + rsk*kPlaneThreads + rst. One block
+    // per (c, n) plane, its chunks one after another: in each, thread t sums
+    // elements t, t + kPlaneThreads, ... (a warp reads consecutive elements
+    // per step) into lanes(t), then one thread adds the partials in order into
+    // chunk, and chunk into partial(c, n). Before, a block per chunk added
+    // its partials straight into the global chunk(c, n, u), a read-modify-
+    // write and two barriers per partial: 5 to 20x slower than cuDNN's whole
+    // op on an H200. Tried on the H200 and not kept: 4 planes a block (64 x 4
+    // threads) was slower on every shape; 8 planes of 32 threads was 1.5x
+    // faster on 7x7 and 14x14 planes and 1.4x slower on 56x56 and 112x112.
     f.partial.update().split(f.rs.x, rso, rsi, kPlaneChunk);
     Func chunk = f.partial.update().rfactor(rso, u);
     chunk.update().split(rsi, rsk, rst, kPlaneThreads);
     Func lanes = chunk.update().rfactor(rst, t);
 
-    chunk.compute_root();
-    per_channel(chunk, c, {n, u});
+    f.partial.compute_root();
+    per_channel(f.partial, c, {n});
     // The channel is a block dimension of its own (blockIdx.y, so C <= 65535):
     // fused into blockIdx.x it would lose, for bounds inference, being one
     // value per block, and the shared buffers would be sized for every channel.
-    chunk.update().reorder(rst, n, u, c).fuse(n, u, blk).gpu_blocks(blk, c);
-    lanes.compute_at(chunk, blk);
+    f.partial.update().reorder(rso, n, c).gpu_blocks(n, c);
+    // chunk's loops as one thread's loop (u has extent 1 here): else every
+    // step of the partials' sum is a section of its own, between barriers.
+    chunk.compute_at(f.partial, rso).gpu_threads(u);
+    chunk.update().reorder(rst, c, n, u).gpu_threads(u).unroll(rst, 8);
+    lanes.compute_at(f.partial, rso);
     lanes.reorder(t, c, n, u).gpu_threads(t);
     lanes.update().reorder(rsk, t, c, n, u).gpu_threads(t).unroll(rsk, 4);
-
-    // partial(c, n): the few chunks of each plane, one thread per (c, n).
-    f.partial.compute_root();
-    per_channel(f.partial, c, {n});
-    f.partial.update()
-        .split(c, co, ci, kWarp, kGuard)
-        .reorder(rso, ci, co, n)
-        .fuse(co, n, blk)
-        .gpu_blocks(blk)
-        .gpu_threads(ci);
 }
 
 }  // namespace
@@ -185,23 +194,30 @@ void schedule_cuda(BnGradFuncs &f, BnGradOutputs &out, const Target &t) {
     per_channel(out.scale_backprop, c, {});
     per_channel(out.offset_backprop, c, {});
 
-    Var so("so"), si("si"), co("co"), ci("ci"), b("b"), blk("blk");
+    Var so("so"), si("si"), sk("sk"), st("st"), co("co"), ci("ci"), ck("ck"), ct("ct"), b("b"), blk("blk");
     if (f.layout == Layout::NHWC) {
+        // Row s = so*32 + sk*8 + st: thread (ci, st) does rows st, st + 8, ...
         out.x_backprop.split(c, co, ci, kWarp, kGuard)
-            .split(s, so, si, kNhwcTileRows, kGuard)
-            .reorder(ci, si, co, so, n)
+            .split(s, so, si, kNhwcTileRows * kElementsPerThread, kGuard)
+            .split(si, sk, st, kNhwcTileRows)
+            .reorder(sk, ci, st, co, so, n)
+            .unroll(sk)
             .fuse(co, so, b)
             .fuse(b, n, blk)
             .gpu_blocks(blk)
-            .gpu_threads(ci, si);
+            .gpu_threads(ci, st);
     } else {
+        // Channel c = co*16 + ck*4 + ct: thread (si, ct) does channels ct, ct + 4, ...
+        // (channels, not plane elements, so that 7x7 planes keep the threads busy).
         out.x_backprop.split(s, so, si, kNchwTileS, kGuard)
-            .split(c, co, ci, kNchwTileC, kGuard)
-            .reorder(si, ci, so, co, n)
+            .split(c, co, ci, kNchwTileC * kElementsPerThread, kGuard)
+            .split(ci, ck, ct, kNchwTileC)
+            .reorder(ck, si, ct, so, co, n)
+            .unroll(ck)
             .fuse(so, co, b)
             .fuse(b, n, blk)
             .gpu_blocks(blk)
-            .gpu_threads(si, ci);
+            .gpu_threads(si, ct);
     }
 }
 

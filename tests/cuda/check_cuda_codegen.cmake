@@ -1,7 +1,7 @@
 # Build-time checks of one CUDA variant, run by ctest without a GPU:
 #   cmake -DCHECK=schedule -DNAME=<variant> -DSTMT=<.stmt> -DCONCEPTUAL=<.conceptual.stmt> -P check_cuda_codegen.cmake
 #     the schedule put the work on the GPU: gpu_block and gpu_thread loops
-#     (both thread dimensions: 2-D tiles), the main passes (the chunk sums and
+#     (both thread dimensions: 2-D tiles), the main passes (the plane sums and
 #     x_backprop, where there is one) inside gpu_block loops, kernels launched,
 #     and nothing copied to the host (every Func runs on the device: a Func left
 #     on the CPU would need its inputs copied back).
@@ -34,7 +34,9 @@ if (CHECK STREQUAL "schedule")
     count_lines(blocks "${CONCEPTUAL}" "gpu_block<CUDA>")
     count_lines(threads_x "${CONCEPTUAL}" "gpu_thread<CUDA> \\(\\.thread_id_x")
     count_lines(threads_y "${CONCEPTUAL}" "gpu_thread<CUDA> \\(\\.thread_id_y")
-    count_lines(chunk "${CONCEPTUAL}" "gpu_block<CUDA> \\(partial_intm\\.s1\\.")
+    # The plane sums: NHWC launches the chunks (partial_intm) as blocks of
+    # their own, NCHW sums a plane's chunks inside partial's blocks.
+    count_lines(chunk "${CONCEPTUAL}" "gpu_block<CUDA> \\((partial_intm|partial)\\.s1\\.")
     count_lines(xb "${CONCEPTUAL}" "gpu_block<CUDA> \\(x_backprop\\.s0\\.")
     count_lines(launches "${STMT}" "halide_cuda_run\\(")
     count_lines(to_host "${STMT}" "halide_copy_to_host")
@@ -55,7 +57,7 @@ if (CHECK STREQUAL "schedule")
         fail("expected gpu_block loops and 2-D gpu_thread loops in ${CONCEPTUAL}")
     endif ()
     if (sums_phase AND chunk LESS 1)
-        fail("the chunk sums (partial_intm update) are not a gpu_block loop")
+        fail("the plane sums (partial or partial_intm update) are not a gpu_block loop")
     elseif (NOT sums_phase AND chunk GREATER 0)
         fail("the apply phase computes chunk sums (it should take the sums as inputs)")
     endif ()
