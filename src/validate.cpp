@@ -58,6 +58,12 @@ fbngrad_code check_kernel_limits(const fbngrad_tensor &x, std::string *msg) {
     const bool nhwc = x.layout == FBNGRAD_NHWC;
     const int64_t C = x.shape[nhwc ? x.rank - 1 : 1];
     const int64_t planes = nhwc ? C : C * x.shape[0];  // no overflow: check_view
+    if (!nhwc && x.device == FBNGRAD_CUDA && C > kMaxCudaNchwChannels) {
+        *msg = "x has shape " + shape_string(x) + ": NCHW tensors on CUDA with more than " +
+               std::to_string(kMaxCudaNchwChannels) +
+               " channels are not supported (the plane sums' grid holds the channel in its y dimension)";
+        return FBNGRAD_UNIMPLEMENTED;
+    }
     if (planes <= kMaxPlanes) return FBNGRAD_OK;
     *msg = "x has shape " + shape_string(x) +
            (nhwc ? ": more than " + std::to_string(kMaxPlanes) +

@@ -47,6 +47,11 @@ constexpr int64_t kMaxElements = (int64_t(1) << 31) - (int64_t(1) << 16);  // 21
 // blocks (at most 2^31/256 = 2^23 of them).
 constexpr int64_t kMaxPlanes = (int64_t(1) << 29) - (int64_t(1) << 24);  // 520093696
 
+// The CUDA schedule's NCHW plane sums launch one block per (n, c) plane with
+// the channel as blockIdx.y, whose grid dimension stops at 65535
+// (generators/schedule_cuda.cpp, schedule_sums_nchw).
+constexpr int64_t kMaxCudaNchwChannels = 65535;
+
 // Returns FBNGRAD_OK and fills *out, or an error code with the message in *msg.
 fbngrad_code validate(const fbngrad_tensor *y_backprop, const fbngrad_tensor *x, const fbngrad_tensor *scale,
                       const fbngrad_tensor *reserve_space_1, const fbngrad_tensor *reserve_space_2,
@@ -72,7 +77,8 @@ bool valid_layout(int32_t l);  // enum_bits of a layout field
 int64_t num_elements(const fbngrad_tensor &t);  // after check_view
 bool same_shape(const fbngrad_tensor &a, const fbngrad_tensor &b);
 // The view itself: rank 0 to 8, no negative dimension, at most kMaxElements elements.
-// x (4-D or 5-D, valid layout): at most kMaxPlanes channels (NHWC) or N*C (NCHW).
+// x (4-D or 5-D, valid layout): at most kMaxPlanes channels (NHWC) or N*C (NCHW);
+// on CUDA, NCHW at most kMaxCudaNchwChannels channels.
 fbngrad_code check_kernel_limits(const fbngrad_tensor &x, std::string *msg);
 fbngrad_code check_view(const fbngrad_tensor &t, const char *name, std::string *msg);
 

@@ -177,6 +177,17 @@ std::vector<Case> all_cases() {
     return cs;
 }
 
+// The fused op on tp's tensors copied to the device, against the reference.
+void run_and_check(TestProblem &tp) {
+    DeviceProblem d(tp);
+    ASSERT_TRUE(d.allocated());
+    fbngrad_status st;
+    ASSERT_EQ(d.run(&st), FBNGRAD_OK) << st.message;
+    d.download_outputs();
+    ref::Comparison r = tp.check();
+    EXPECT_TRUE(r.ok()) << tp.describe() << ": " << r.mismatches << " mismatches, first " << r.first_mismatch;
+}
+
 class CudaVariantTest : public CudaTest, public testing::WithParamInterface<Case> {};
 
 TEST_P(CudaVariantTest, MatchesReference) {
@@ -187,13 +198,7 @@ TEST_P(CudaVariantTest, MatchesReference) {
 
     const auto shape = in_layout(kEdgeShapes[GetParam().shape], v.layout);
     TestProblem tp(v.dtype, v.layout, shape, v.training, GetParam().inverse_std, 7 + uint32_t(GetParam().shape));
-    DeviceProblem d(tp);
-    ASSERT_TRUE(d.allocated());
-    fbngrad_status st;
-    ASSERT_EQ(d.run(&st), FBNGRAD_OK) << st.message;
-    d.download_outputs();
-    ref::Comparison r = tp.check();
-    EXPECT_TRUE(r.ok()) << tp.describe() << ": " << r.mismatches << " mismatches, first " << r.first_mismatch;
+    run_and_check(tp);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllCudaVariants, CudaVariantTest, testing::ValuesIn(all_cases()), case_name);
@@ -240,6 +245,14 @@ TEST_F(CudaApi, UsesTheCallersContextAndStream) {
     EXPECT_TRUE(r.ok()) << tp.describe() << ": " << r.first_mismatch;
     fbngrad_set_cuda_context(nullptr, nullptr);
     CU_ASSERT(drv().cuStreamDestroy(stream));
+}
+
+// NCHW's plane sums put the channel on the grid's y dimension: 65535
+// channels is the most it takes (validate.h kMaxCudaNchwChannels; one more is
+// FBNGRAD_UNIMPLEMENTED, test_validation.cpp's cuda_nchw_channels).
+TEST_F(CudaApi, NchwAtTheChannelLimit) {
+    TestProblem tp(FBNGRAD_FLOAT32, FBNGRAD_NCHW, {2, 65535, 1, 3}, true);
+    run_and_check(tp);
 }
 
 // No elements: scale_backprop and offset_backprop become zeros on the device.

@@ -142,6 +142,19 @@ const ErrorCase kCases[] = {
              t->device = FBNGRAD_CUDA;
      },
      FBNGRAD_UNAVAILABLE, "no CUDA device available"},
+    // Checked before the device is looked for: the same answer with or without a GPU.
+    {"cuda_nchw_channels", [](Views &v) {
+         for (fbngrad_tensor *t : {&v.dy, &v.x, &v.xb}) {
+             set_shape(*t, {1, 65536, 1, 1});
+             t->layout = FBNGRAD_NCHW;
+         }
+         for (fbngrad_tensor *t : {&v.scale, &v.mean, &v.var, &v.sb, &v.ob}) set_shape(*t, {65536});
+         for (fbngrad_tensor *t : {&v.dy, &v.x, &v.xb, &v.scale, &v.mean, &v.var, &v.sb, &v.ob})
+             t->device = FBNGRAD_CUDA;
+     },
+     FBNGRAD_UNIMPLEMENTED,
+     "x has shape [1,65536,1,1]: NCHW tensors on CUDA with more than 65535 channels are not supported (the plane "
+     "sums' grid holds the channel in its y dimension)"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Errors, ValidationTest, testing::ValuesIn(kCases),
