@@ -41,18 +41,33 @@ constexpr int kChunkLanes = 16;        // NHWC step 2: threads per channel addin
 // summing kPlanePerThread elements kPlaneThreads apart; one thread then adds
 // the block's partials in order. (A two-level combine, a second rfactor of
 // that last sum into groups, gave wrong sums when run under PoCL; see
-// tests/cuda/test_gpu_schedule_pocl.cpp.)
-constexpr int kPlaneThreads = 64;
-constexpr int kPlanePerThread = 64;
+// tests/cuda/test_gpu_schedule_pocl.cpp.) One warp, not two: on an H200 the
+// float32 ResNet-50 shapes ran 1.19x faster (geo-mean; 1.56x on 7x7 and
+// 14x14 planes, 1.01-1.03x on 56x56 and 112x112): half the serial tail, and
+// a block a plane is latency-bound on small planes. NHWC chunks of 128 rows
+// instead of 512 were 0.92x there and are not used.
+constexpr int kPlaneThreads = 32;
+constexpr int kPlanePerThread = 128;
 constexpr int kPlaneChunk = kPlaneThreads * kPlanePerThread;
 // x_backprop tiles: NHWC 32 channels x 8 rows of threads, NCHW 64 plane
 // elements x 4 channels of threads; each thread does kElementsPerThread
 // elements (rows 8 apart, channels 4 apart), so that several loads are in
 // flight per thread and the block-index arithmetic is shared. With one
-// element per thread the kernel moved 35 % of an H200's bandwidth.
+// element per thread the kernel moved 35 % of an H200's bandwidth, with 4
+// 78-86 % (float32, 32,112,112,64).
 constexpr int kNhwcTileRows = 8;
 constexpr int kNchwTileS = 64, kNchwTileC = 4;
 constexpr int kElementsPerThread = 4;
+// 16-bit elements: a warp's access is half as many bytes, so twice as many
+// loads a thread keep as many bytes in flight (x_backprop's elements a
+// thread, and the sums' unrolled loads): 1.06-1.10x on the float16 shapes
+// above the H200's 60 MB L2.
+constexpr int kHalfElementsPerThread = 8;
+constexpr int kSumsLoadsInFlight = 4, kHalfSumsLoadsInFlight = 8;
+
+int sums_unroll(const BnGradFuncs &f) {
+    return f.storage_bits == 16 ? kHalfSumsLoadsInFlight : kSumsLoadsInFlight;
+}
 
 // A per-channel stage (c innermost, possibly with a serial reduction inside):
 // one thread per channel, a warp of consecutive channels per block, every
@@ -109,7 +124,7 @@ void schedule_sums_nhwc(BnGradFuncs &f) {
     lanes.compute_at(chunk, blk).bound_storage(c, kWarp);
     block_threads(lanes, c, t, {}, {n, u});
     block_threads(lanes.update(), c, t, {rsk}, {n, u});
-    lanes.update().unroll(rsk, 4);  // four loads in flight per thread
+    lanes.update().unroll(rsk, sums_unroll(f));  // loads in flight per thread
 
     // partial(c, n) = the chunks of channel c, chunk u = rsoo*kChunkLanes + rsoi:
     // kChunkLanes threads per channel add every kChunkLanes-th chunk (lanes2),
@@ -161,7 +176,7 @@ void schedule_sums_nchw(BnGradFuncs &f) {
     chunk.update().reorder(rst, c, n, u).gpu_threads(u).unroll(rst, 8);
     lanes.compute_at(f.partial, rso);
     lanes.reorder(t, c, n, u).gpu_threads(t);
-    lanes.update().reorder(rsk, t, c, n, u).gpu_threads(t).unroll(rsk, 4);
+    lanes.update().reorder(rsk, t, c, n, u).gpu_threads(t).unroll(rsk, sums_unroll(f));
 }
 
 }  // namespace
@@ -195,10 +210,11 @@ void schedule_cuda(BnGradFuncs &f, BnGradOutputs &out, const Target &t) {
     per_channel(out.offset_backprop, c, {});
 
     Var so("so"), si("si"), sk("sk"), st("st"), co("co"), ci("ci"), ck("ck"), ct("ct"), b("b"), blk("blk");
+    const int per_thread = f.storage_bits == 16 ? kHalfElementsPerThread : kElementsPerThread;
     if (f.layout == Layout::NHWC) {
         // Row s = so*32 + sk*8 + st: thread (ci, st) does rows st, st + 8, ...
         out.x_backprop.split(c, co, ci, kWarp, kGuard)
-            .split(s, so, si, kNhwcTileRows * kElementsPerThread, kGuard)
+            .split(s, so, si, kNhwcTileRows * per_thread, kGuard)
             .split(si, sk, st, kNhwcTileRows)
             .reorder(sk, ci, st, co, so, n)
             .unroll(sk)
@@ -210,7 +226,7 @@ void schedule_cuda(BnGradFuncs &f, BnGradOutputs &out, const Target &t) {
         // Channel c = co*16 + ck*4 + ct: thread (si, ct) does channels ct, ct + 4, ...
         // (channels, not plane elements, so that 7x7 planes keep the threads busy).
         out.x_backprop.split(s, so, si, kNchwTileS, kGuard)
-            .split(c, co, ci, kNchwTileC * kElementsPerThread, kGuard)
+            .split(c, co, ci, kNchwTileC * per_thread, kGuard)
             .split(ci, ck, ct, kNchwTileC)
             .reorder(ck, si, ct, so, co, n)
             .unroll(ck)
