@@ -54,6 +54,12 @@ class BenchReport(unittest.TestCase):
         # 2 GB in 1 ms = 2000 GB/s = 50% of 4000; cuDNN 2 ms: 1000 GB/s; speed-up 2.00x.
         self.assertEqual(rows[0], "| float32 | NHWC | 32,7,7,64 | 1.000 | 2000 (50%) | 2.000 | 1000 (25%) | 4.000 | 2.00x |")
         self.assertEqual(rows[1], "| float16 | NCHW | 32,7,7,64 | 0.500 | 2000 (50%) | n/a | n/a | n/a | n/a |")
+        self.assertEqual(text.splitlines()[-2:], ["Refused (n/a above):", "- cudnn float16 NCHW: not supported"])
+
+    def test_no_refusal_no_refused_section(self):
+        write(self.tr, [{"impl": "cudnn", "dtype": "float32", "layout": "NHWC", "shape": [32, 7, 7, 64], "ms": 2.0,
+                         "bytes": 2 * 10**9}])
+        self.assertNotIn("Refused", bench_report.report(self.fb, self.tr))
 
     def test_peak_from_the_command_line_wins(self):
         rows = self.rows(bench_report.report(self.fb, self.tr, peak_gbps=8000.0))

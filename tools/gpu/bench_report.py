@@ -3,7 +3,8 @@
 markdown table: per dtype x layout x shape, each implementation's time, its
 bandwidth (GB/s over the bytes the op must move: y_backprop and x read once,
 x_backprop written once) and that as a share of the card's peak, and the
-ratio of cuDNN's time to fbngrad's (above 1: fbngrad is faster).
+ratio of cuDNN's time to fbngrad's (above 1: fbngrad is faster); then, for the
+cases an implementation refused, its error message.
 
   bench_report.py FBNGRAD.jsonl TORCH.jsonl [--peak-gbps GB/s]
 
@@ -74,6 +75,15 @@ def report(fbngrad_path, torch_path, peak_gbps=None):
         out.append(f"| {k[0]} | {k[1]} | {','.join(map(str, k[2]))} | {fmt_ms(f and f.get('ms'))} | "
                    f"{fmt_bw(gbps(f), peak)} | {fmt_ms(c and c.get('ms'))} | {fmt_bw(gbps(c), peak)} | "
                    f"{fmt_ms(a and a.get('ms'))} | {ratio} |")
+    # Why a cell says n/a: each implementation's first error per dtype and layout.
+    refused = {}
+    for r in rows + trows:
+        if r.get("ms") is None and r.get("error"):
+            refused.setdefault((r["impl"], r["dtype"], r["layout"]), r["error"])
+    if refused:
+        out.append("")
+        out.append("Refused (n/a above):")
+        out.extend(f"- {impl} {dtype} {layout}: {err}" for (impl, dtype, layout), err in refused.items())
     return "\n".join(out)
 
 

@@ -52,10 +52,12 @@ def cases(torch, dtype_name, layout, nhwc):
     ops = torch.ops.aten
 
     def cudnn():
-        _, save_mean, save_var, reserve = ops.cudnn_batch_norm(x, weight, bias, running_mean, running_var,
-                                                               True, 0.1, EPS)
-        return lambda: ops.cudnn_batch_norm_backward(x, dy, weight, running_mean, running_var, save_mean,
-                                                     save_var, EPS, reserve)
+        # float16 input takes float32 parameters here; bfloat16 input wants them in its own dtype
+        # ("Expected tensor for argument #1 'input' to have the same type as ... 'weight'", PyTorch 2.11).
+        w, b, rm, rv = ((t.to(dtype) for t in (weight, bias, running_mean, running_var)) if dtype_name == "bfloat16"
+                        else (weight, bias, running_mean, running_var))
+        _, save_mean, save_var, reserve = ops.cudnn_batch_norm(x, w, b, rm, rv, True, 0.1, EPS)
+        return lambda: ops.cudnn_batch_norm_backward(x, dy, w, rm, rv, save_mean, save_var, EPS, reserve)
 
     def aten_native():
         _, save_mean, save_invstd = ops.native_batch_norm(x, weight, bias, running_mean, running_var, True, 0.1, EPS)
