@@ -258,7 +258,9 @@ def main():
         counts = sorted(counts)
         print("\n### Thread scaling (ms; speed-up = time at %d / time at %d threads)\n" % (counts[0], counts[-1]))
         rows = []
-        for k in th_keys:
+        # Grouped by case, small to large, each case's implementations together (the
+        # results arrive in the random order of the interleaved repetitions).
+        for k in sorted(th_keys, key=lambda k: (k[1], k[2], k[3] != "train", eval_elems(k[4]), k[5], k[0])):
             cells = list(k[:5]) + ["cold" if k[5] else "hot"]
             vals = [res.get(k + (t,)) for t in counts]
             cells += [fmt(v[0]) if v else "-" for v in vals]

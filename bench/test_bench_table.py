@@ -83,6 +83,21 @@ class Table(unittest.TestCase):
         self.assertIn("%.2fx (2 cases)" % (6 ** 0.5), text)
         self.assertIn("aten/float32/NCHW/train/32,7,7,512: disagrees", text)
 
+    def test_thread_rows_grouped_by_case_small_to_large(self):
+        names = ["onednn/float32/NHWC/train/1,50,50,64/cold/threads:%d/real_time",
+                 "fbngrad/float32/NHWC/train/1,12,12,64/cold/threads:%d/real_time",
+                 "fbngrad/float32/NHWC/train/1,50,50,64/cold/threads:%d/real_time",
+                 "onednn/float32/NHWC/train/1,12,12,64/cold/threads:%d/real_time"]
+        bench = {"context": {"fbngrad_threads": "2"},
+                 "benchmarks": [run(n % t, 1.0 * t) for t in (2, 1) for n in names]}
+        text = self.render(bench)
+        rows = [line for line in text.split("### Thread scaling")[1].splitlines() if line.startswith("| fbngrad") or
+                line.startswith("| onednn")]
+        self.assertEqual([(r.split("|")[1].strip(), r.split("|")[5].strip()) for r in rows],
+                         [("fbngrad", "1,12,12,64"), ("onednn", "1,12,12,64"), ("fbngrad", "1,50,50,64"),
+                          ("onednn", "1,50,50,64")])
+        self.assertIn("| 1 | 2 | 0.50x |", rows[0])
+
 
 if __name__ == "__main__":
     unittest.main()
