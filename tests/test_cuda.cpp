@@ -343,37 +343,48 @@ TEST_F(CudaSplitPhase, MatchesTheFusedCudaCallAndTheCpu) {
 }
 
 // An empty shard: reduce writes zero sums on the device and count 0; apply
-// with the other workers' sums and count gives their scale/offset backprop.
+// with the other workers' sums and count gives their scale/offset backprop,
+// bit for bit (it runs on a stand-in row in scratch memory: a zero-block
+// launch is an error in CUDA). Both layouts, both modes, 32- and 16-bit.
 TEST_F(CudaSplitPhase, EmptyShard) {
-    TestProblem full(FBNGRAD_FLOAT32, FBNGRAD_NHWC, {3, 4, 4, 37}, true);
-    TestProblem empty(FBNGRAD_FLOAT32, FBNGRAD_NHWC, {0, 4, 4, 37}, true);
-    // The empty shard shares the batch statistics of the full one.
-    empty.scale = full.scale;
-    empty.mean = full.mean;
-    empty.rs2 = full.rs2;
-    empty.bind();
-    fbngrad_status st;
-    DeviceSums full_sums(37), empty_sums(37);
-    int64_t count = -1, empty_count = -1;
-    DeviceProblem df(full), de(empty);
-    ASSERT_TRUE(df.allocated() && de.allocated());
-    ASSERT_EQ(de.reduce(empty_sums.dy, empty_sums.dyxc, &empty_count, &st), FBNGRAD_OK) << st.message;
-    EXPECT_EQ(empty_count, 0);
-    EXPECT_EQ(empty_sums.download(empty_sums.dy), std::vector<float>(37, 0.0f));
-    EXPECT_EQ(empty_sums.download(empty_sums.dyxc), std::vector<float>(37, 0.0f));
+    struct Case {
+        fbngrad_dtype dtype;
+        fbngrad_layout layout;
+        bool training;
+    };
+    for (const Case &k : {Case{FBNGRAD_FLOAT32, FBNGRAD_NHWC, true}, Case{FBNGRAD_BFLOAT16, FBNGRAD_NCHW, true},
+                          Case{FBNGRAD_FLOAT16, FBNGRAD_NCHW, false}}) {
+        TestProblem full(k.dtype, k.layout, in_layout({3, 4, 4, 37}, k.layout), k.training);
+        TestProblem empty(k.dtype, k.layout, in_layout({0, 4, 4, 37}, k.layout), k.training);
+        SCOPED_TRACE(full.describe());
+        // The empty shard shares the batch statistics of the full one.
+        empty.scale = full.scale;
+        empty.mean = full.mean;
+        empty.rs2 = full.rs2;
+        empty.bind();
+        fbngrad_status st;
+        DeviceSums full_sums(37), empty_sums(37);
+        int64_t count = -1, empty_count = -1;
+        DeviceProblem df(full), de(empty);
+        ASSERT_TRUE(df.allocated() && de.allocated());
+        ASSERT_EQ(de.reduce(empty_sums.dy, empty_sums.dyxc, &empty_count, &st), FBNGRAD_OK) << st.message;
+        EXPECT_EQ(empty_count, 0);
+        EXPECT_EQ(empty_sums.download(empty_sums.dy), std::vector<float>(37, 0.0f));
+        EXPECT_EQ(empty_sums.download(empty_sums.dyxc), std::vector<float>(37, 0.0f));
 
-    ASSERT_EQ(df.run_split(full_sums.dy, full_sums.dyxc, &count, &st), FBNGRAD_OK) << st.message;
-    ASSERT_EQ(de.apply(full_sums.dy, full_sums.dyxc, count, &st), FBNGRAD_OK) << st.message;
-    df.download_outputs();
-    de.download_outputs();
-    EXPECT_EQ(empty.sb, full.sb);
-    EXPECT_EQ(empty.ob, full.ob);
+        ASSERT_EQ(df.run_split(full_sums.dy, full_sums.dyxc, &count, &st), FBNGRAD_OK) << st.message;
+        ASSERT_EQ(de.apply(full_sums.dy, full_sums.dyxc, count, &st), FBNGRAD_OK) << st.message;
+        df.download_outputs();
+        de.download_outputs();
+        EXPECT_EQ(empty.sb, full.sb);
+        EXPECT_EQ(empty.ob, full.ob);
 
-    // No element anywhere: zeros, no kernel.
-    ASSERT_EQ(de.apply(empty_sums.dy, empty_sums.dyxc, 0, &st), FBNGRAD_OK) << st.message;
-    de.download_outputs();
-    EXPECT_EQ(empty.sb, std::vector<float>(37, 0.0f));
-    EXPECT_EQ(empty.ob, std::vector<float>(37, 0.0f));
+        // No element anywhere: zeros, no kernel.
+        ASSERT_EQ(de.apply(empty_sums.dy, empty_sums.dyxc, 0, &st), FBNGRAD_OK) << st.message;
+        de.download_outputs();
+        EXPECT_EQ(empty.sb, std::vector<float>(37, 0.0f));
+        EXPECT_EQ(empty.ob, std::vector<float>(37, 0.0f));
+    }
 }
 
 // Without a GPU: no CUDA variant is supported or selected, and CUDA tensors
