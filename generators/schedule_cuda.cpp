@@ -156,9 +156,10 @@ void schedule_sums_nchw(BnGradFuncs &f) {
     // chunk, and chunk into partial(c, n). Before, a block per chunk added
     // its partials straight into the global chunk(c, n, u), a read-modify-
     // write and two barriers per partial: 5 to 20x slower than cuDNN's whole
-    // op on an H200. Tried on the H200 and not kept: 4 planes a block (64 x 4
-    // threads) was slower on every shape; 8 planes of 32 threads was 1.5x
-    // faster on 7x7 and 14x14 planes and 1.4x slower on 56x56 and 112x112.
+    // op on an H200. Tried there and not kept, against one plane of 64
+    // threads: 4 planes a block (64 x 4 threads) was slower on every shape;
+    // 8 planes of 32 threads 1.5x faster on 7x7 and 14x14 planes and 1.4x
+    // slower on 56x56 and 112x112.
     f.partial.update().split(f.rs.x, rso, rsi, kPlaneChunk);
     Func chunk = f.partial.update().rfactor(rso, u);
     chunk.update().split(rsi, rsk, rst, kPlaneThreads);
@@ -212,7 +213,7 @@ void schedule_cuda(BnGradFuncs &f, BnGradOutputs &out, const Target &t) {
     Var so("so"), si("si"), sk("sk"), st("st"), co("co"), ci("ci"), ck("ck"), ct("ct"), b("b"), blk("blk");
     const int per_thread = f.storage_bits == 16 ? kHalfElementsPerThread : kElementsPerThread;
     if (f.layout == Layout::NHWC) {
-        // Row s = so*32 + sk*8 + st: thread (ci, st) does rows st, st + 8, ...
+        // Row s = so*8*per_thread + sk*8 + st: thread (ci, st) does rows st, st + 8, ...
         out.x_backprop.split(c, co, ci, kWarp, kGuard)
             .split(s, so, si, kNhwcTileRows * per_thread, kGuard)
             .split(si, sk, st, kNhwcTileRows)
@@ -223,7 +224,7 @@ void schedule_cuda(BnGradFuncs &f, BnGradOutputs &out, const Target &t) {
             .gpu_blocks(blk)
             .gpu_threads(ci, st);
     } else {
-        // Channel c = co*16 + ck*4 + ct: thread (si, ct) does channels ct, ct + 4, ...
+        // Channel c = co*4*per_thread + ck*4 + ct: thread (si, ct) does channels ct, ct + 4, ...
         // (channels, not plane elements, so that 7x7 planes keep the threads busy).
         out.x_backprop.split(s, so, si, kNchwTileS, kGuard)
             .split(c, co, ci, kNchwTileC * per_thread, kGuard)

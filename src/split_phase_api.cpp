@@ -118,12 +118,12 @@ fbngrad_code fbngrad_split_phase_apply(const fbngrad_tensor *y_backprop, const f
         const int32_t C = int32_t(p.C);
         const bool stand_in = on_cuda && p.elements == 0;
         std::optional<runtime::DeviceScratch> scratch;
-        CheckedProblem rows = p;
+        CheckedProblem shard = p;  // what the kernel sees
         void *dy_data = runnable(y_backprop->data), *x_data = runnable(x->data);
         void *xb_data = runnable(x_backprop->data);
         if (stand_in) {
-            rows.N = rows.S = 1;
-            rows.elements = p.C;
+            shard.N = shard.S = 1;
+            shard.elements = p.C;
             const size_t row_bytes = size_t(p.C) * (T.bits / 8);
             scratch.emplace(ctx, 3 * row_bytes);
             if (!scratch->data())
@@ -133,8 +133,8 @@ fbngrad_code fbngrad_split_phase_apply(const fbngrad_tensor *y_backprop, const f
             x_data = base + row_bytes;
             xb_data = base + 2 * row_bytes;
         }
-        Tensor3 dy(dy_data, T, rows), xx(x_data, T, rows);
-        Tensor3 xb(xb_data, T, rows);
+        Tensor3 dy(dy_data, T, shard), xx(x_data, T, shard);
+        Tensor3 xb(xb_data, T, shard);
         Tensor3 sc(scale->data, C), mean(reserve_space_1->data, C), rs2(reserve_space_2->data, C);
         Tensor3 sdy(sum_dy->data, C), sdyxc(sum_dyxc->data, C);
         Tensor3 sb(scale_backprop->data, C), ob(offset_backprop->data, C);
