@@ -16,6 +16,27 @@ std::mutex g_settings_mutex;
 void *g_context = nullptr;
 void *g_stream = nullptr;
 
+// The call's context made current on this thread while the guard lives (the
+// driver's memory calls act on the current context), popped on every way out.
+class CurrentContext {
+public:
+    CurrentContext(const cuda::Driver &d, cuda::CUcontext ctx) : d_(d) {
+        if (cuda::CUresult r = d.cuCtxPushCurrent(ctx)) error_ = "cuCtxPushCurrent failed: " + cuda::error_name(r);
+    }
+    ~CurrentContext() {
+        cuda::CUcontext popped = nullptr;
+        if (error_.empty()) d_.cuCtxPopCurrent(&popped);
+    }
+    CurrentContext(const CurrentContext &) = delete;
+    CurrentContext &operator=(const CurrentContext &) = delete;
+    bool pushed() const { return error_.empty(); }
+    const std::string &error() const { return error_; }
+
+private:
+    const cuda::Driver &d_;
+    std::string error_;
+};
+
 // The primary context of device 0, retained once and kept for the process.
 bool primary_context(void **out, std::string *error) {
     static std::once_flag once;
@@ -123,18 +144,18 @@ std::string zero_device_floats(const CallContext &ctx, void *ptr, size_t n) {
     std::string why;
     const cuda::Driver *d = cuda::driver(&why);
     if (!d) return why;
-    if (cuda::CUresult r = d->cuCtxPushCurrent(ctx.cuda_context)) return "cuCtxPushCurrent failed: " + cuda::error_name(r);
+    const CurrentContext current(*d, ctx.cuda_context);
+    if (!current.pushed()) return current.error();
     const cuda::CUresult r = d->cuMemsetD32Async(reinterpret_cast<cuda::CUdeviceptr>(ptr), 0u, n, ctx.cuda_stream);
-    void *popped = nullptr;
-    d->cuCtxPopCurrent(&popped);
     return r ? "cuMemsetD32Async failed: " + cuda::error_name(r) : "";
 }
 
 DeviceScratch::DeviceScratch(const CallContext &ctx, size_t bytes) : ctx_(ctx) {
     const cuda::Driver *d = cuda::driver(&error_);
     if (!d) return;
-    if (cuda::CUresult r = d->cuCtxPushCurrent(ctx.cuda_context)) {
-        error_ = "cuCtxPushCurrent failed: " + cuda::error_name(r);
+    const CurrentContext current(*d, ctx.cuda_context);
+    if (!current.pushed()) {
+        error_ = current.error();
         return;
     }
     const size_t words = std::max<size_t>(1, (bytes + 3) / 4);
@@ -148,17 +169,16 @@ DeviceScratch::DeviceScratch(const CallContext &ctx, size_t bytes) : ctx_(ctx) {
     } else {
         ptr_ = reinterpret_cast<void *>(p);
     }
-    void *popped = nullptr;
-    d->cuCtxPopCurrent(&popped);
 }
 
 DeviceScratch::~DeviceScratch() {
     if (!ptr_) return;
     const cuda::Driver *d = cuda::driver();
-    if (!d || d->cuCtxPushCurrent(ctx_.cuda_context)) return;  // leaked rather than freed under a kernel
-    if (d->cuStreamSynchronize(ctx_.cuda_stream) == 0) d->cuMemFree(reinterpret_cast<cuda::CUdeviceptr>(ptr_));
-    void *popped = nullptr;
-    d->cuCtxPopCurrent(&popped);
+    if (!d) return;
+    const CurrentContext current(*d, ctx_.cuda_context);
+    // Leaked rather than freed under a kernel that may still run.
+    if (current.pushed() && d->cuStreamSynchronize(ctx_.cuda_stream) == 0)
+        d->cuMemFree(reinterpret_cast<cuda::CUdeviceptr>(ptr_));
 }
 
 }  // namespace fbngrad::runtime
