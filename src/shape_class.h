@@ -9,8 +9,8 @@
 
 namespace fbngrad {
 
-enum class ShapeClass : int { SmallC = 0, SmallRows = 1, CacheResident = 2, Dram = 3 };
-constexpr int kShapeClassCount = 4;
+enum class ShapeClass : int { SmallC = 0, SmallRows = 1, CacheResident = 2, Dram = 3, Huge = 4 };
+constexpr int kShapeClassCount = 5;
 
 inline const char *shape_class_name(ShapeClass k) {
     switch (k) {
@@ -18,6 +18,7 @@ inline const char *shape_class_name(ShapeClass k) {
     case ShapeClass::SmallRows: return "small_nhw";
     case ShapeClass::CacheResident: return "cache";
     case ShapeClass::Dram: return "dram";
+    case ShapeClass::Huge: return "huge";
     }
     return "?";
 }
@@ -33,12 +34,18 @@ inline bool parse_shape_class(const char *s, ShapeClass *k) {
 //   small_nhw  rows < 4096: few elements per channel (ResNet's 7x7 stages at N = 32)
 //   cache      the three tensors (dy, x, x_backprop) fit in 16 MiB (this kind of
 //              machine's L2s plus half its L3: the second read hits the cache)
-//   dram       everything else: the tensors stream from memory
+//   dram       up to 128 MiB: the tensors stream from memory, but what a pass
+//              read last is a good part of what the next one reads first
+//   huge       more than 128 MiB (4x this kind of machine's L3): nothing of one
+//              pass is left in the cache for the next (ResNet-50's 112x112x64
+//              and 56x56x256 at N = 32, where NHWC inference runs faster in one
+//              pass: README "Tuning for your machine")
 inline ShapeClass classify_shape(int64_t C, int64_t rows, int bytes_per_element) {
     if (C < 16) return ShapeClass::SmallC;
     if (rows < 4096) return ShapeClass::SmallRows;
     const double traffic = 3.0 * double(C) * double(rows) * bytes_per_element;
-    return traffic <= 16.0 * 1024 * 1024 ? ShapeClass::CacheResident : ShapeClass::Dram;
+    if (traffic <= 16.0 * 1024 * 1024) return ShapeClass::CacheResident;
+    return traffic <= 128.0 * 1024 * 1024 ? ShapeClass::Dram : ShapeClass::Huge;
 }
 
 }  // namespace fbngrad

@@ -26,6 +26,17 @@ TEST(ShapeClass, Boundaries) {
     EXPECT_EQ(classify_shape(64, rows + 1, 4), ShapeClass::Dram);
     EXPECT_EQ(classify_shape(64, rows, 2), ShapeClass::CacheResident);
     EXPECT_EQ(classify_shape(64, 2 * rows + 1, 2), ShapeClass::Dram);  // half the bytes, twice the rows
+    // Up to 128 MiB is still dram; C = 64: 174762.67 rows of float32.
+    const int64_t dram_rows = 128LL * 1024 * 1024 / (3 * 64 * 4);
+    EXPECT_EQ(classify_shape(64, dram_rows, 4), ShapeClass::Dram);
+    EXPECT_EQ(classify_shape(64, dram_rows + 1, 4), ShapeClass::Huge);
+    const int64_t half_dram_rows = 128LL * 1024 * 1024 / (3 * 64 * 2);  // 349525.33 rows of 2 bytes
+    EXPECT_EQ(classify_shape(64, half_dram_rows, 2), ShapeClass::Dram);
+    EXPECT_EQ(classify_shape(64, half_dram_rows + 1, 2), ShapeClass::Huge);
+    // ResNet-50 at N = 32: 56x56x256 is huge in every dtype, 28x28x512 in float32 only.
+    EXPECT_EQ(classify_shape(256, 32 * 56 * 56, 2), ShapeClass::Huge);
+    EXPECT_EQ(classify_shape(512, 32 * 28 * 28, 4), ShapeClass::Huge);
+    EXPECT_EQ(classify_shape(512, 32 * 28 * 28, 2), ShapeClass::Dram);
 }
 
 TEST(ShapeClass, NamesRoundTrip) {
@@ -44,9 +55,10 @@ std::vector<int64_t> shape_of(ShapeClass k) {
     case ShapeClass::SmallC: return {2, 8, 8, 3};
     case ShapeClass::SmallRows: return {2, 7, 7, 64};
     case ShapeClass::CacheResident: return {4, 32, 32, 64};
-    case ShapeClass::Dram: break;
+    case ShapeClass::Dram: return {32, 56, 56, 64};
+    case ShapeClass::Huge: break;
     }
-    return {32, 56, 56, 64};
+    return {32, 112, 112, 64};
 }
 
 std::vector<int64_t> in_layout(std::vector<int64_t> nhwc, fbngrad_layout l) {

@@ -20,7 +20,10 @@ def shape_class(n, h, w, c, nbytes):
         return "small_c"
     if rows < 4096:
         return "small_nhw"
-    return "cache" if 3 * c * rows * nbytes <= 16 * 1024 * 1024 else "dram"
+    traffic = 3 * c * rows * nbytes
+    if traffic <= 16 * 1024 * 1024:
+        return "cache"
+    return "dram" if traffic <= 128 * 1024 * 1024 else "huge"
 
 
 def cell_of(p):

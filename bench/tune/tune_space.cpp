@@ -35,9 +35,12 @@ const std::vector<Shape> &class_shapes(ShapeClass k) {
     static const std::vector<Shape> small_nhw = {{32, 7, 7, 512}, {8, 7, 7, 1024}};
     static const std::vector<Shape> cache = {{32, 14, 14, 128}, {16, 28, 28, 64}};
     static const std::vector<Shape> dram = {{32, 56, 56, 64}, {32, 28, 28, 256}};
+    static const std::vector<Shape> huge = {{32, 112, 112, 64}, {32, 56, 56, 256}};
+    static const std::vector<const std::vector<Shape> *> by_class = {&small_c, &small_nhw, &cache, &dram, &huge};
     static const bool checked = [] {
+        if (by_class.size() != size_t(fbngrad::kShapeClassCount)) throw std::logic_error("tune_space: a class has no shapes");
         for (int i = 0; i < fbngrad::kShapeClassCount; ++i) {
-            const std::vector<Shape> &v = i == 0 ? small_c : i == 1 ? small_nhw : i == 2 ? cache : dram;
+            const std::vector<Shape> &v = *by_class[size_t(i)];
             for (const Shape &s : v)
                 for (int bytes : {2, 4})
                     if (fbngrad::classify_shape(s.c, s.n * s.h * s.w, bytes) != ShapeClass(i))
@@ -47,13 +50,7 @@ const std::vector<Shape> &class_shapes(ShapeClass k) {
         return true;
     }();
     (void)checked;
-    switch (k) {
-    case ShapeClass::SmallC: return small_c;
-    case ShapeClass::SmallRows: return small_nhw;
-    case ShapeClass::CacheResident: return cache;
-    case ShapeClass::Dram: break;
-    }
-    return dram;
+    return *by_class.at(size_t(k));
 }
 
 const std::vector<Shape> &edge_shapes() {

@@ -764,7 +764,7 @@ class Info(CliCase):
         self.assertIn(f"compiled variants ({len(lines)},", stdout)
         for f in lines:
             if f[-1] != "-":
-                self.assertTrue(set(f[-1].split(",")) <= {"small_c", "small_nhw", "cache", "dram"}, f)
+                self.assertTrue(set(f[-1].split(",")) <= {"small_c", "small_nhw", "cache", "dram", "huge"}, f)
         self.assertIn("cpu features:", stdout)
         self.assertIn("cuda:", stdout)
         self.assertIn("forced isa:", stdout)

@@ -74,7 +74,25 @@ def write(path, obj):
         json.dump(obj, f)
 
 
+def check_shape_classes():
+    """bench_pairs.shape_class is src/shape_class.h's rule again: the same answers
+    at each boundary (tests/test_shape_class.cpp checks the C++ side)."""
+    sys.path.insert(0, SCRIPTS)
+    from bench_pairs import shape_class  # noqa: E402
+    cache_rows, dram_rows = 16 * 1024 * 1024 // (3 * 64 * 4), 128 * 1024 * 1024 // (3 * 64 * 4)
+    half_dram_rows = 128 * 1024 * 1024 // (3 * 64 * 2)
+    for rows_c_bytes, want in [((1 << 20, 15, 4), "small_c"), ((4095, 16, 4), "small_nhw"),
+                               ((cache_rows, 64, 4), "cache"), ((cache_rows + 1, 64, 4), "dram"),
+                               ((dram_rows, 64, 4), "dram"), ((dram_rows + 1, 64, 4), "huge"),
+                               ((half_dram_rows, 64, 2), "dram"), ((half_dram_rows + 1, 64, 2), "huge"),
+                               ((32 * 28 * 28, 512, 4), "huge"), ((32 * 28 * 28, 512, 2), "dram")]:
+        rows, c, nbytes = rows_c_bytes
+        got = shape_class(rows, 1, 1, c, nbytes)
+        check(got == want, "shape_class(rows %d, C %d, %d bytes) = %s, not %s" % (rows, c, nbytes, got, want))
+
+
 def main():
+    check_shape_classes()
     with tempfile.TemporaryDirectory() as d:
         table, bench = os.path.join(d, "avx512.json"), os.path.join(d, "bench.json")
         write(table, TABLE)
