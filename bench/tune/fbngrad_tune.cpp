@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -79,10 +80,14 @@ std::string eta(double s) {
 struct Options {
     std::string isa, out, state;
     std::vector<std::string> dtypes{"f32", "f16", "bf16"}, layouts{"nhwc", "nchw"}, modes{"train", "infer"};
-    std::vector<std::string> classes{"small_c", "small_nhw", "cache", "dram"};
+    std::vector<std::string> classes = [] {
+        std::vector<std::string> all;
+        for (int i = 0; i < fbngrad::kShapeClassCount; ++i) all.push_back(fbngrad::shape_class_name(fbngrad::ShapeClass(i)));
+        return all;
+    }();
     std::vector<std::string> extra_generators;
     std::string budget = "30m";
-    bool resume = false, fresh = false, no_autoschedulers = false;
+    bool resume = false, fresh = false, no_autoschedulers = false, merge = false;
     double min_gain = 0.05;
 };
 
@@ -207,7 +212,9 @@ int main(int argc, char **argv) {
     app.add_option("--dtypes", o.dtypes, "f32 f16 bf16")->delimiter(',')->capture_default_str();
     app.add_option("--layouts", o.layouts, "nhwc nchw")->delimiter(',')->capture_default_str();
     app.add_option("--modes", o.modes, "train infer")->delimiter(',')->capture_default_str();
-    app.add_option("--classes", o.classes, "small_c small_nhw cache dram")->delimiter(',')->capture_default_str();
+    app.add_option("--classes", o.classes, "small_c small_nhw cache dram huge (src/shape_class.h)")->delimiter(',')->capture_default_str();
+    app.add_flag("--merge", o.merge,
+                 "keep the entries of the table at --out that this run does not tune (other cells or classes)");
     app.add_option("--min-gain", o.min_gain, "a winner must beat the hand schedule by this fraction")
         ->capture_default_str();
     app.add_option("--extra-generator", o.extra_generators,
@@ -259,6 +266,10 @@ int main(int argc, char **argv) {
 
         const std::vector<std::string> autos = o.no_autoschedulers ? std::vector<std::string>{}
                                                                    : load_autoschedulers(target);
+        // Read before any work, so that a table that cannot be merged stops the run now.
+        std::optional<nlohmann::json> earlier;
+        if (o.merge) earlier = read_table_to_merge(o.out, o.isa);
+        const nlohmann::json *keep = earlier ? &*earlier : nullptr;
         StateFile state(o.state);
         const Machine machine = describe_machine(o.isa, target);
         fmt::print("fbngrad_tune: {} ({}), {} cores, Halide {}\n  target {}\n  autoschedulers: {}\n  state {}\n",
@@ -326,10 +337,10 @@ int main(int argc, char **argv) {
             fmt::print("    done in {}; {} cells left, about {} to go (budget left {})\n", eta(seconds_since(tc)),
                        todo - finished, eta(per_cell * double(todo - finished)),
                        eta(std::max(0.0, budget_s - seconds_since(t0))));
-            write_table(o.out, machine, state, o.min_gain, budget_s, seconds_since(t0));
+            write_table(o.out, machine, state, o.min_gain, budget_s, seconds_since(t0), keep);
             std::fflush(stdout);
         }
-        write_table(o.out, machine, state, o.min_gain, budget_s, seconds_since(t0));
+        write_table(o.out, machine, state, o.min_gain, budget_s, seconds_since(t0), keep);
 
         // Before/after: the hand schedule against each class's winner.
         fmt::print("\n{:<18} {:<10} {:>10} {:>10} {:>8}  {}\n", "cell", "class", "hand ms", "tuned ms", "speedup",

@@ -148,8 +148,20 @@ std::vector<Winner> winners(const StateFile &s, double min_gain) {
     return out;
 }
 
+json read_table_to_merge(const std::string &path, const std::string &isa) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("--merge: cannot read " + path);
+    json t = json::parse(in, nullptr, false);
+    if (t.is_discarded() || !t.is_object() || t.value("format", "") != "fbngrad-schedule-table-1" ||
+        !t.contains("entries") || !t["entries"].is_array())
+        throw std::runtime_error("--merge: " + path + " is not a schedule table written by fbngrad_tune");
+    const std::string its = t.contains("machine") && t["machine"].is_object() ? t["machine"].value("isa", "") : "";
+    if (its != isa) throw std::runtime_error("--merge: " + path + " is a table of " + its + ", not of " + isa);
+    return t;
+}
+
 void write_table(const std::string &path, const Machine &m, const StateFile &s, double min_gain, double budget_s,
-                 double elapsed_s) {
+                 double elapsed_s, const json *earlier) {
     json t;
     t["format"] = "fbngrad-schedule-table-1";
     t["about"] = "Written by fbngrad_tune (bench/tune/); read by cmake/variants.cmake. Each entry: the schedule "
@@ -161,7 +173,19 @@ void write_table(const std::string &path, const Machine &m, const StateFile &s, 
     t["run"] = {{"budget_s", budget_s}, {"elapsed_s", elapsed_s}, {"min_gain", min_gain},
                 {"cells_tuned", s.cells().size()}};
     json entries = json::array();
-    for (const Winner &w : winners(s, min_gain)) {
+    const std::vector<Winner> won = winners(s, min_gain);
+    size_t kept = 0;
+    if (earlier) {
+        auto decided = [&](const json &e) {
+            for (const Winner &w : won)
+                if (e.value("cell", "") == w.cell && e.value("class", "") == w.klass) return true;
+            return false;
+        };
+        for (const json &e : (*earlier)["entries"])
+            if (!decided(e)) entries.push_back(e), ++kept;
+        t["run"]["entries_kept_from_earlier"] = kept;
+    }
+    for (const Winner &w : won) {
         entries.push_back({{"cell", w.cell},
                            {"class", w.klass},
                            {"winner", w.id},
@@ -172,6 +196,9 @@ void write_table(const std::string &path, const Machine &m, const StateFile &s, 
     }
     t["entries"] = entries;
     json rejected = json::array();
+    if (earlier && earlier->contains("rejected") && (*earlier)["rejected"].is_array())
+        for (const json &r : (*earlier)["rejected"])
+            if (!s.cells().count(r.value("cell", ""))) rejected.push_back(r);
     for (const auto &[cell, r] : s.cells())
         for (const CandidateResult &c : r.candidates)
             if (c.status != "ok") rejected.push_back({{"cell", cell}, {"candidate", c.id}, {"reason", c.reason}});

@@ -68,8 +68,15 @@ struct Winner {
 };
 std::vector<Winner> winners(const StateFile &s, double min_gain);
 
-// Writes the table (atomically: a temporary file renamed over `path`).
+// The table at `path` for --merge: its JSON, checked to be a schedule table
+// of `isa`; an error (std::runtime_error) otherwise.
+nlohmann::json read_table_to_merge(const std::string &path, const std::string &isa);
+
+// Writes the table (atomically: a temporary file renamed over `path`). With
+// `earlier` (a table from read_table_to_merge), its entries of the cells and
+// classes this run did not decide are kept, as they were, and its rejections
+// of the cells this run did not tune.
 void write_table(const std::string &path, const Machine &m, const StateFile &s, double min_gain, double budget_s,
-                 double elapsed_s);
+                 double elapsed_s, const nlohmann::json *earlier = nullptr);
 
 }  // namespace fbngrad_tune

@@ -3,8 +3,8 @@
 fbngrad_tune plus deliberately wrong generators (tests/tune/wrong_generator.cpp).
 With a tiny search it must write a valid schedule table, reject the wrong
 candidate (and every candidate that fails on an edge shape), never let either
-win, stop at its budget, resume without redoing work, and reject a candidate
-that crashed an earlier run."""
+win, stop at its budget, resume without redoing work, reject a candidate
+that crashed an earlier run, and merge a run into an earlier table on request."""
 import argparse
 import json
 import os
@@ -101,7 +101,42 @@ def main():
     crashed = [r for r in t["rejected"] if r["cell"] == "f32/nchw/train" and r["candidate"] == "vm2_ept4096"]
     check(len(crashed) == 1 and "crashed" in crashed[0]["reason"], f"the crashed candidate is rejected: {crashed}")
 
-    # 5. A fresh run starts over; bad arguments are refused.
+    # 5. --merge: a run of one cell and class keeps the table's other entries as they were.
+    before = json.load(open(table))
+    merged = os.path.join(a.workdir, "merged.json")
+    shutil.copy(table, merged)
+    one = ["--out", merged, "--dtypes", "f32", "--layouts", "nchw", "--modes", "infer", "--classes", "cache",
+           "--no-autoschedulers", "--fresh", "--budget", "5m"]
+    p = run(a.tuner, *one, "--merge")
+    check(p.returncode == 0, f"a merging run exits 0 (got {p.returncode})")
+    t = json.load(open(merged))
+    key = lambda e: (e["cell"], e["class"])
+    old = {key(e): e for e in before["entries"]}
+    new = {key(e): e for e in t["entries"]}
+    check(set(new) == set(old) and len(t["entries"]) == len(before["entries"]), f"the same cells and classes: {sorted(new)}")
+    check(all(new[k] == old[k] for k in old if k != ("f32/nchw/infer", "cache")), "the other entries are kept as they were")
+    check(t["run"].get("entries_kept_from_earlier") == len(old) - 1, f"the table says how many it kept: {t['run']}")
+    check([r for r in t["rejected"] if r["cell"] != "f32/nchw/infer"] ==
+          [r for r in before["rejected"] if r["cell"] != "f32/nchw/infer"], "the other cells' rejections are kept")
+    check(not [r for r in t["rejected"] if r["cell"] == "f32/nchw/infer" and r["candidate"].startswith("gen:")],
+          "the merged cell's rejections are this run's (it had no extra generators)")
+    # Without --merge the same run writes its own entry only.
+    p = run(a.tuner, *one)
+    check(p.returncode == 0 and [key(e) for e in json.load(open(merged))["entries"]] == [("f32/nchw/infer", "cache")],
+          "without --merge the table holds this run's entries only")
+    # What cannot be merged stops the run before any work, and the file is left as it was.
+    with open(merged, "w") as f:
+        f.write('{"format": "something else"}')
+    p = run(a.tuner, *one, "--merge")
+    check(p.returncode == 2 and "not a schedule table" in p.stderr and
+          open(merged).read() == '{"format": "something else"}', "a file that is not a table is not merged")
+    other_isa = dict(before, machine=dict(before["machine"], isa="avx2_other"))
+    with open(merged, "w") as f:
+        json.dump(other_isa, f)
+    p = run(a.tuner, *one, "--merge")
+    check(p.returncode == 2 and "a table of avx2_other" in p.stderr, "a table of another ISA is not merged")
+
+    # 6. A fresh run starts over; bad arguments are refused.
     p = run(a.tuner, *common, "--layouts", "nhwc", "--modes", "train", "--fresh", "--budget", "0")
     check(p.returncode == 3 and len(json.load(open(table))["entries"]) == 0, "--fresh discards the state")
     p = run(a.tuner, *common, "--layouts", "nhwc", "--modes", "train", "--resume", "--budget", "soon")
