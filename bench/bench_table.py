@@ -198,7 +198,9 @@ def main():
             head = ["layout", "mode", "N,H,W,C"] + ["%s ms" % i for i in order] + \
                    ["fbngrad GB/s", "of copy_nt", "best peer", "speed-up"]
             rows, speedups = [], []
-            for (layout, mode, shape) in rows_keys:
+            # Layout, training first, then large to small (the results arrive in the
+            # random order of the interleaved repetitions).
+            for (layout, mode, shape) in sorted(rows_keys, key=lambda k: (k[0], k[1] != "train", -eval_elems(k[2]), k[2])):
                 cells = [layout, mode, shape]
                 get = {i: res.get((i, dtype, layout, mode, shape, cold, 0)) for i in order}
                 for i in order:

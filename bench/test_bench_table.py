@@ -98,6 +98,19 @@ class Table(unittest.TestCase):
                           ("onednn", "1,50,50,64")])
         self.assertIn("| 1 | 2 | 0.50x |", rows[0])
 
+    def test_main_rows_by_layout_training_first_large_to_small(self):
+        # As interleaved repetitions leave them: in no useful order.
+        cases = ["NHWC/infer/32,7,7,512", "NCHW/train/32,7,7,512", "NHWC/train/32,7,7,512",
+                 "NHWC/train/32,112,112,64", "NCHW/train/32,56,56,256", "NHWC/infer/32,112,112,64"]
+        bench = {"context": {"fbngrad_threads": "2"},
+                 "benchmarks": [run("fbngrad/float32/%s/real_time" % c, 1.0, 10.0) for c in cases]}
+        text = self.render(bench)
+        rows = [[c.strip() for c in line.strip("|").split("|")[:3]] for line in text.splitlines()
+                if line.startswith("| NHWC") or line.startswith("| NCHW")]
+        self.assertEqual(["/".join(r) for r in rows],
+                         ["NCHW/train/32,56,56,256", "NCHW/train/32,7,7,512", "NHWC/train/32,112,112,64",
+                          "NHWC/train/32,7,7,512", "NHWC/infer/32,112,112,64", "NHWC/infer/32,7,7,512"])
+
 
 if __name__ == "__main__":
     unittest.main()
