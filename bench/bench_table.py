@@ -173,9 +173,11 @@ def main():
         return bw.get(("copy_nt", threads)) or (bw.get(("copy_nt", 0)) if threads in (0, threads_default) else None)
 
     if bw:
-        print("\n### Memory bandwidth (GB/s, read + write bytes)\n")
+        print("\n### Memory bandwidth (GB/s, read + write bytes; the op's patterns one_pass and "
+              "two_passes count 3 arrays, as fbngrad's GB/s does)\n")
         counts = sorted(set(t for _, t in bw))
-        probes = [p for p in ("copy", "copy_nt", "add", "add_nt") if any((p, t) in bw for t in counts)]
+        known = ("copy", "copy_nt", "add", "add_nt", "one_pass", "one_pass_nt", "two_passes", "two_passes_nt")
+        probes = [p for p in known if any((p, t) in bw for t in counts)]
         rows = [[("%d" % t) if t else "default (%d)" % threads_default] + [fmt(bw.get((p, t))) for p in probes]
                 for t in counts]
         print(table(["threads"] + probes, rows, 1))
