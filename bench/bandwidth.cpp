@@ -122,7 +122,8 @@ const Kernels &kernels() {
         if (__builtin_cpu_supports("avx")) return Kernels{"avx", copy_avx, copy_nt_avx, add_avx, add_nt_avx, sum_sse2};
         return Kernels{"sse2", copy_sse2, copy_nt_sse2, add_sse2, add_nt_sse2, sum_sse2};
 #else
-        return Kernels{"portable loop, no non-temporal stores", copy_plain, copy_plain, add_plain, add_plain, sum_plain};
+        return Kernels{"portable loop, no non-temporal stores", copy_plain, copy_plain, add_plain, add_plain,
+                       sum_plain};
 #endif
     }();
     return k;

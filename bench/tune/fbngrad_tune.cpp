@@ -82,7 +82,8 @@ struct Options {
     std::vector<std::string> dtypes{"f32", "f16", "bf16"}, layouts{"nhwc", "nchw"}, modes{"train", "infer"};
     std::vector<std::string> classes = [] {
         std::vector<std::string> all;
-        for (int i = 0; i < fbngrad::kShapeClassCount; ++i) all.push_back(fbngrad::shape_class_name(fbngrad::ShapeClass(i)));
+        for (int i = 0; i < fbngrad::kShapeClassCount; ++i)
+            all.push_back(fbngrad::shape_class_name(fbngrad::ShapeClass(i)));
         return all;
     }();
     std::vector<std::string> extra_generators;
@@ -212,7 +213,9 @@ int main(int argc, char **argv) {
     app.add_option("--dtypes", o.dtypes, "f32 f16 bf16")->delimiter(',')->capture_default_str();
     app.add_option("--layouts", o.layouts, "nhwc nchw")->delimiter(',')->capture_default_str();
     app.add_option("--modes", o.modes, "train infer")->delimiter(',')->capture_default_str();
-    app.add_option("--classes", o.classes, "small_c small_nhw cache dram huge (src/shape_class.h)")->delimiter(',')->capture_default_str();
+    app.add_option("--classes", o.classes, "small_c small_nhw cache dram huge (src/shape_class.h)")
+        ->delimiter(',')
+        ->capture_default_str();
     app.add_flag("--merge", o.merge,
                  "keep the entries of the table at --out that this run does not tune (other cells or classes)");
     app.add_option("--min-gain", o.min_gain, "a winner must beat the hand schedule by this fraction")

@@ -38,7 +38,8 @@ const std::vector<Shape> &class_shapes(ShapeClass k) {
     static const std::vector<Shape> huge = {{32, 112, 112, 64}, {32, 56, 56, 256}};
     static const std::vector<const std::vector<Shape> *> by_class = {&small_c, &small_nhw, &cache, &dram, &huge};
     static const bool checked = [] {
-        if (by_class.size() != size_t(fbngrad::kShapeClassCount)) throw std::logic_error("tune_space: a class has no shapes");
+        if (by_class.size() != size_t(fbngrad::kShapeClassCount))
+            throw std::logic_error("tune_space: a class has no shapes");
         for (int i = 0; i < fbngrad::kShapeClassCount; ++i) {
             const std::vector<Shape> &v = *by_class[size_t(i)];
             for (const Shape &s : v)

@@ -155,6 +155,10 @@ json read_table_to_merge(const std::string &path, const std::string &isa) {
     if (t.is_discarded() || !t.is_object() || t.value("format", "") != "fbngrad-schedule-table-1" ||
         !t.contains("entries") || !t["entries"].is_array())
         throw std::runtime_error("--merge: " + path + " is not a schedule table written by fbngrad_tune");
+    for (const json &e : t["entries"])
+        if (!e.is_object() || !e.contains("cell") || !e["cell"].is_string() || !e.contains("class") ||
+            !e["class"].is_string())
+            throw std::runtime_error("--merge: " + path + " has an entry without a cell and a class: " + e.dump());
     const std::string its = t.contains("machine") && t["machine"].is_object() ? t["machine"].value("isa", "") : "";
     if (its != isa) throw std::runtime_error("--merge: " + path + " is a table of " + its + ", not of " + isa);
     return t;
@@ -198,7 +202,7 @@ void write_table(const std::string &path, const Machine &m, const StateFile &s, 
     json rejected = json::array();
     if (earlier && earlier->contains("rejected") && (*earlier)["rejected"].is_array())
         for (const json &r : (*earlier)["rejected"])
-            if (!s.cells().count(r.value("cell", ""))) rejected.push_back(r);
+            if (r.is_object() && !s.cells().count(r.value("cell", ""))) rejected.push_back(r);
     for (const auto &[cell, r] : s.cells())
         for (const CandidateResult &c : r.candidates)
             if (c.status != "ok") rejected.push_back({{"cell", cell}, {"candidate", c.id}, {"reason", c.reason}});
