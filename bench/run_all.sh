@@ -14,7 +14,8 @@
 #   --no-tf / --no-isa / --no-sweep / --no-threads   leave a phase out
 #
 # Phases, in order (each writes <phase>.json and <phase>.log):
-#   bandwidth         the memory-bandwidth probe (copy, copy_nt, add, add_nt)
+#   bandwidth         the memory-bandwidth probe (copy, copy_nt, add, add_nt) and the op's access
+#                     patterns (one_pass, two_passes, each also _nt)
 #   catalogue         ResNet-50 and mobile shapes: fbngrad, onednn, aten, naive; every dtype,
 #                     layout and mode; hot and /cold
 #   isa               the same shapes, hot, for each fbngrad-<isa> (dispatch forced to one ISA)
