@@ -200,9 +200,8 @@ def main():
             head = ["layout", "mode", "N,H,W,C"] + ["%s ms" % i for i in order] + \
                    ["fbngrad GB/s", "of copy_nt", "best peer", "speed-up"]
             rows, speedups = [], []
-            # Layout, training first, then large to small (the results arrive in the
-            # random order of the interleaved repetitions).
-            for (layout, mode, shape) in sorted(rows_keys, key=lambda k: (k[0], k[1] != "train", -eval_elems(k[2]), k[2])):
+            # Layout, training first, then large to small.
+            for (layout, mode, shape) in sorted(rows_keys, key=lambda k: (k[0], k[1] != "train") + large_first(k[2])):
                 cells = [layout, mode, shape]
                 get = {i: res.get((i, dtype, layout, mode, shape, cold, 0)) for i in order}
                 for i in order:
@@ -294,6 +293,12 @@ def name_of(key):
     impl, dtype, layout, mode, shape, cold, threads = key
     return "/".join([impl, dtype, layout, mode, shape]) + ("/cold" if cold else "") + \
         ("/threads:%d" % threads if threads else "")
+
+
+def large_first(shape):
+    """Sort key: shapes by element count, largest first (ties by name). The
+    tables and plots use it because interleaved repetitions arrive in random order."""
+    return (-eval_elems(shape), shape)
 
 
 def eval_elems(shape):

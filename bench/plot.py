@@ -50,9 +50,7 @@ def shape_bars(res, bw, sweep, dtype, cold, out):
     panels = [(l, m) for l in ("NHWC", "NCHW") for m in ("train", "infer") if any(k[2] == l and k[3] == m for k in cases)]
     fig, axes = plt.subplots(len(panels), 1, figsize=(13, 3.6 * len(panels)), squeeze=False)
     for ax, (layout, mode) in zip(axes[:, 0], panels):
-        # Large to small, whatever order the interleaved repetitions came in.
-        shapes = sorted({k[4] for k in cases if k[2] == layout and k[3] == mode},
-                        key=lambda s: (-bench_table.eval_elems(s), s))
+        shapes = sorted({k[4] for k in cases if k[2] == layout and k[3] == mode}, key=bench_table.large_first)
         width = 0.8 / len(impls)
         for j, impl in enumerate(impls):
             xs, ys = [], []
