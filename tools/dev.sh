@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One entry point from a fresh Debian 12 machine to a result:
-#   tools/dev.sh demo   install what is missing, build, run `fbngrad demo`
-#   tools/dev.sh test   install what is missing (TensorFlow too), build, run every test
-#   tools/dev.sh build  install what is missing, build only
+#   tools/dev.sh demo   install what is missing, build the library and the CLI only, run `fbngrad demo`
+#   tools/dev.sh test   install what is missing (TensorFlow too), build everything, run every test
+#   tools/dev.sh build  install what is missing, build everything (tests, benchmarks, tuner), run nothing
 # Installs Debian packages with apt-get (as root, or through sudo) only when
 # some are missing, and Python packages into the project's own virtual
 # environment, build/venv. Everything it builds lands under build/.
@@ -63,8 +63,15 @@ halide_dir=$("$venv/bin/python" -c 'import halide, os; print(os.path.join(os.pat
 step "configuring ($cmake_dir)"
 "$venv/bin/cmake" -S "$root" -B "$cmake_dir" -DCMAKE_BUILD_TYPE=Release -DHalide_DIR="$halide_dir" \
     -DFBNGRAD_PYTHON="$venv/bin/python" >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
-step "building with $jobs jobs (the Halide variants of the table, then the library, CLI, tests and bench)"
-"$venv/bin/cmake" --build "$cmake_dir" -j "$jobs"
+if [ "$cmd" = demo ]; then
+    # The demo needs the CLI and what it links (the library: every variant of the table), not the
+    # tests, benchmarks or tuner: those are built by `test` and `build`.
+    step "building the library and the CLI with $jobs jobs (the Halide variants of the table, libfbngrad.a, fbngrad)"
+    "$venv/bin/cmake" --build "$cmake_dir" -j "$jobs" --target fbngrad_cli
+else
+    step "building with $jobs jobs (the Halide variants of the table, then the library, CLI, tests and bench)"
+    "$venv/bin/cmake" --build "$cmake_dir" -j "$jobs"
+fi
 
 # ---- Run ----
 case "$cmd" in
