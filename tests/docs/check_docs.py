@@ -183,10 +183,11 @@ def check_links(root):
 
 
 def marked_block(path, name):
+    """The fence token of the one code block marked <!-- doc-test: NAME -->."""
     blocks = [tok for n, _, tok in Doc(path, parser()).fences() if n == name]
     if len(blocks) != 1:
         raise LookupError(f"{path}: {len(blocks)} code blocks marked <!-- doc-test: {name} -->, want 1")
-    return blocks[0].content
+    return blocks[0]
 
 
 def run(cmd, **kw):
@@ -197,12 +198,12 @@ def run(cmd, **kw):
 def check_example(root, name, compiler, include, lib, flags, expect, work):
     readme = root / "README.md"
     try:
-        source = marked_block(readme, name)
-        expected = marked_block(readme, expect) if expect else None
+        block = marked_block(readme, name)
+        expected = marked_block(readme, expect).content if expect else None
     except LookupError as e:
         return [str(e)], ""
-    suffix = {"c-example": ".c"}.get(name, ".cpp")
-    src = work / f"{name}{suffix}"
+    source = block.content
+    src = work / f"{name}.{'c' if block.info.strip() == 'c' else 'cpp'}"  # the compiler driver goes by it
     exe = work / name
     src.write_text(source)
     # The link line of README.md's "Installing and linking" (the archive is C++ inside).
