@@ -28,6 +28,7 @@ void install_halide_handlers() {
     std::call_once(once, [] {
         halide_set_error_handler(on_error);
         halide_set_custom_print(on_print);
+        install_parallel_runtime();
     });
 }
 

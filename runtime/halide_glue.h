@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "parallel_runtime.h"
+
 namespace fbngrad::runtime {
 
 // Passed as Halide's user_context to every kernel call: the error handler
@@ -14,9 +16,12 @@ struct CallContext {
     // (cuda_context.h fills them in when the call starts).
     void *cuda_context = nullptr;
     void *cuda_stream = nullptr;
+    // The parallel-loop runner this call uses from start to end (parallel_runtime.h).
+    RunnerLease runner;
 };
 
-// Installs fbngrad's Halide error and print handlers; idempotent, thread-safe.
+// Installs fbngrad's Halide error and print handlers and its parallel-loop
+// hook (parallel_runtime.h); idempotent, thread-safe.
 void install_halide_handlers();
 
 // Halide's thread pool size; n <= 0 means one thread per core. Returns the old value.

@@ -149,6 +149,10 @@ const char *fbngrad_cpu_features(void) {
 
 int32_t fbngrad_set_num_threads(int32_t n) { return runtime::set_num_threads(n); }
 
+void fbngrad_set_parallel_for(fbngrad_parallel_for_fn fn, void *runner_ctx) {
+    runtime::set_parallel_for(fn, runner_ctx);
+}
+
 int32_t fbngrad_cuda_available(void) { return runtime::cuda_available() ? 1 : 0; }
 
 const char *fbngrad_cuda_unavailable_reason(void) { return runtime::cuda_unavailable_reason().c_str(); }

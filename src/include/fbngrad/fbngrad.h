@@ -210,8 +210,32 @@ const char *fbngrad_forced_isa(void);
 const char *fbngrad_cpu_features(void);
 
 /* Worker threads for the kernels (Halide's thread pool). n <= 0 restores the
- * default (one per core). Returns the previous setting. */
+ * default (one per core). Returns the previous setting. No effect on calls
+ * that run on a runner of fbngrad_set_parallel_for. */
 int32_t fbngrad_set_num_threads(int32_t n);
+
+/* ---- the caller's thread pool ----
+ * Every parallel loop of the CPU kernels is `count` independent tasks. By
+ * default fbngrad runs them on its own pool (Halide's); a program that owns a
+ * pool (a trainer, TensorFlow, PyTorch, OpenMP, TBB, pthreadpool) can run
+ * them there instead, so that no second set of threads competes for the cores.
+ *
+ * A runner must call task(task_ctx, i) exactly once for every i in [0, count),
+ * in any order, on any threads (the calling thread included), return only
+ * when all have returned, and return 0, or a non-zero result of a task (the
+ * call then fails with FBNGRAD_INTERNAL). It may run the tasks one after the
+ * other. The results do not depend on the runner: the same bits as fbngrad's
+ * own pool, whatever the number of threads (the work is split by the shape only).
+ *
+ * fbngrad_set_parallel_for installs `fn` (NULL: fbngrad's own pool again) for
+ * every call that starts after it, process-wide. Calls already running finish
+ * on the runner they started with: fbngrad_set_parallel_for returns only when
+ * none of them is left, so the old runner (and its runner_ctx) may be freed as
+ * soon as it returns. It must therefore not be called from inside a task or a
+ * runner (it would wait for its own call). CUDA calls use no runner. */
+typedef int (*fbngrad_task_fn)(void *task_ctx, int32_t index);
+typedef int (*fbngrad_parallel_for_fn)(void *runner_ctx, int32_t count, fbngrad_task_fn task, void *task_ctx);
+void fbngrad_set_parallel_for(fbngrad_parallel_for_fn fn, void *runner_ctx);
 
 /* ---- CUDA ----
  * Tensors with device FBNGRAD_CUDA hold device pointers (cuMemAlloc,

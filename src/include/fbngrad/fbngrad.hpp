@@ -125,6 +125,51 @@ inline Status force_variant(const std::string &name) {
 
 inline int set_num_threads(int n) { return fbngrad_set_num_threads(n); }
 
+// ---- the caller's thread pool (fbngrad_set_parallel_for in fbngrad.h) ----
+// A runner is any object with `int operator()(int32_t count, const Task &task)`
+// that calls task(i) once for every i in [0, count) on any threads and returns
+// 0 or the first non-zero result. An exception that escapes the runner fails
+// the call (FBNGRAD_INTERNAL) instead of crossing the C API. While installed,
+// the runner must stay alive: ScopedParallelFor keeps it installed for a scope
+// (and restores fbngrad's own pool at its end, after the calls using it returned).
+class Task {
+public:
+    Task(fbngrad_task_fn fn, void *ctx) : fn_(fn), ctx_(ctx) {}
+    int operator()(int32_t index) const { return fn_(ctx_, index); }
+
+private:
+    fbngrad_task_fn fn_;
+    void *ctx_;
+};
+
+template <typename Runner>
+void set_parallel_for(Runner *runner) {
+    if (!runner) {
+        fbngrad_set_parallel_for(nullptr, nullptr);
+        return;
+    }
+    fbngrad_set_parallel_for(
+        [](void *runner_ctx, int32_t count, fbngrad_task_fn fn, void *task_ctx) -> int {
+            try {
+                return (*static_cast<Runner *>(runner_ctx))(count, Task(fn, task_ctx));
+            } catch (...) {
+                return -1;
+            }
+        },
+        runner);
+}
+
+inline void reset_parallel_for() { fbngrad_set_parallel_for(nullptr, nullptr); }
+
+template <typename Runner>
+class ScopedParallelFor {
+public:
+    explicit ScopedParallelFor(Runner &runner) { set_parallel_for(&runner); }
+    ~ScopedParallelFor() { reset_parallel_for(); }
+    ScopedParallelFor(const ScopedParallelFor &) = delete;
+    ScopedParallelFor &operator=(const ScopedParallelFor &) = delete;
+};
+
 inline std::vector<fbngrad_variant_info> variants() {
     std::vector<fbngrad_variant_info> out;
     for (int32_t i = 0; i < fbngrad_variant_count(); ++i) out.push_back(*fbngrad_variant(i));

@@ -1,0 +1,41 @@
+// fbngrad's parallel loops on the caller's thread pool (fbngrad_set_parallel_for).
+//
+// Every parallel loop of every CPU variant is one halide_do_par_for call (the
+// kernels use no other parallel construct: tests/check_parallel_runtime.cmake
+// checks their objects). fbngrad's private Halide runtime routes that call to
+// the runner the call started with, or to Halide's own pool when none is set.
+#pragma once
+
+#include <cstdint>
+
+#include "fbngrad/fbngrad.h"
+
+namespace fbngrad::runtime {
+
+struct RunnerRecord;  // one installed runner and the calls that use it
+
+// Held by a call for its whole duration (CallContext has one): the runner that
+// was installed when the call started. set_parallel_for waits for every lease
+// of the runner it replaces, so a runner is never used after it was replaced.
+class RunnerLease {
+public:
+    RunnerLease();
+    ~RunnerLease();
+    RunnerLease(const RunnerLease &) = delete;
+    RunnerLease &operator=(const RunnerLease &) = delete;
+    fbngrad_parallel_for_fn fn() const;
+    void *ctx() const;
+
+private:
+    RunnerRecord *record_;
+};
+
+// fbngrad_set_parallel_for: installs fn (NULL: Halide's pool) for calls that
+// start from now on, then waits until the calls still using the old runner
+// have returned.
+void set_parallel_for(fbngrad_parallel_for_fn fn, void *runner_ctx);
+
+// Routes Halide's parallel loops through the call's lease (install_halide_handlers calls it).
+void install_parallel_runtime();
+
+}  // namespace fbngrad::runtime
