@@ -11,6 +11,7 @@ void define_loads(BnGradFuncs &f, const BnGradInputs &in) {
     auto at = [&](const Func &t) { return f.layout == Layout::NHWC ? t(c, s, n) : t(s, c, n); };
     f.S = in.S;
     f.C = in.C;
+    f.N = in.N;
     f.storage_bits = Expr(at(in.y_backprop)).type().bits();
 
     // Cast to float32 right at the load; all arithmetic below is float32.

@@ -38,6 +38,7 @@ struct BnGradFuncs {
     Halide::RDom rs, rn;
     Halide::Expr S;  // extent of s, for schedules that size their tasks by it
     Halide::Expr C;  // channels, for schedules that specialize on them
+    Halide::Expr N;  // extent of n, for schedules that size their tasks by the whole tensor
     int storage_bits = 32;  // bits of a y_backprop / x element: 16 for float16 and bfloat16
     // The sums' pass walks the samples from the last to the first (the final
     // sum over samples keeps its order, so the bits do not change). Halide has

@@ -49,6 +49,42 @@ struct BnGradOutputs {
 // schedule files; every generator uses it).
 void schedule_for_target(BnGradFuncs &f, BnGradOutputs &out, const Halide::Target &t, const Knobs &k);
 
+// The many-core rule: every parallel loop over the tensors offers at least
+// min(256, elements / kElementsPerTask) tasks (at least one), so that 4 to 128
+// cores find work on every shape, not only on the large ones. Met by a
+// stronger rule that needs only the shape: no task holds more than
+// kElementsPerTask elements (but one unit, a row or a plane, at least).
+// The tasks follow from the shape alone, never from the thread count, so
+// neither do the sums' blocks nor the bits. A knob (hand default or tuned)
+// is the preferred size; piece_for_tasks shrinks it where it is too large.
+// (The cap divides by one extent only: a split factor that divided by the
+// product of the extents kept Halide's bounds inference busy for many minutes.)
+constexpr int kElementsPerTask = 16384;
+
+// The preferred piece (rows, planes, channels) of a loop whose units hold
+// `unit_elements` elements each, capped at kElementsPerTask elements.
+Halide::Expr piece_for_tasks(Halide::Expr preferred, Halide::Expr unit_elements);
+
+// NHWC sums over wide rows: above this many channels, a sum task is a strip
+// of this many channels of a block of rows, so that the blocks keep 64 rows
+// and their partials stay few (C = 2048: 8 rows a block otherwise, and as
+// many partials to add after the parallel loop as an eighth of the tensor).
+constexpr int kNhwcStripChannels = 256;
+
+// The NHWC sums' rows per block (the rfactor split of the rows): the preferred
+// count, capped by the many-core rule; `strips`: whether a task covers a strip
+// of the rows' channels only (schedule_nhwc_block_sums does so above
+// kNhwcStripChannels; the x86 one pass does not).
+Halide::Expr nhwc_rows_per_block(const BnGradFuncs &f, Halide::Expr preferred, bool strips);
+
+// The CPU schedules' NHWC sum blocks, the rfactor'd stage `blocks` (loops c,
+// rsi, so, n from innermost): parallel over the blocks of rows `so`; small C
+// in registers (specialize_nhwc_row_sums), the rest vectorized over channels
+// with `widths` (widest first); above kNhwcStripChannels channels, parallel
+// over (block of rows, strip of channels).
+void schedule_nhwc_block_sums(Halide::Stage blocks, const BnGradFuncs &f, const Halide::RVar &rsi,
+                              const Halide::Var &so, const std::vector<int> &widths);
+
 // The name of a parallel loop that a schedule makes scalar on purpose (NHWC,
 // C below the narrowest vector): tests/check_vectorized.py lets exactly the
 // loops of this name go without vector arithmetic.

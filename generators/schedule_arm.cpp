@@ -33,8 +33,10 @@ constexpr int kDefaultRowsPerTask = 64;
 void schedule_arm(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Knobs &k) {
     const int multiple = k.vector_multiple > 0 ? k.vector_multiple : kDefaultVectorMultiple;
     const int vec = t.natural_vector_size<float>() * multiple;
-    const int rows_per_block = k.rows_per_block > 0 ? k.rows_per_block : kDefaultRowsPerBlock;
-    const int rows_per_task = k.rows_per_task > 0 ? k.rows_per_task : kDefaultRowsPerTask;
+    // Shrunk where they would give too few tasks (schedule.h: the many-core rule).
+    const Expr rows_per_block =
+        nhwc_rows_per_block(f, k.rows_per_block > 0 ? k.rows_per_block : kDefaultRowsPerBlock, true);
+    const Expr rows_per_task = piece_for_tasks(k.rows_per_task > 0 ? k.rows_per_task : kDefaultRowsPerTask, f.C);
     const TailStrategy guard = TailStrategy::GuardWithIf;
     Var &c = f.c, &s = f.s, &n = f.n;
 
@@ -67,10 +69,7 @@ void schedule_arm(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
             f.partial.update().split(f.rs.x, rso, rsi, rows_per_block);
             Func block = f.partial.update().rfactor(rso, so);
             block.compute_root().vectorize(c, vec, guard);
-            Stage blocks = block.update();
-            blocks.reorder(c, rsi, so, n).parallel(so);
-            specialize_nhwc_row_sums(blocks, f, rsi, so, nhwc_channel_widths(vec));
-            blocks.vectorize(c, vec, guard);
+            schedule_nhwc_block_sums(block.update(), f, rsi, so, nhwc_channel_widths(vec));
 
             f.partial.compute_root().vectorize(c, vec, guard);
             f.partial.update().reorder(c, rso, n).vectorize(c, vec, guard);

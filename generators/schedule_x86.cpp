@@ -33,9 +33,13 @@ void schedule_x86_nchw_one_pass(BnGradFuncs &f, BnGradOutputs &out, int vec, int
     // prefetchers (single 12 KB planes a sample were slower than two passes).
     // One block per core, and at most half the channels a block, so that
     // both cores work when the planes are tiny (H*W = 1: one block of every
-    // channel otherwise). The blocks only place the work, never the sums' order.
+    // channel otherwise); and shrunk for the many-core rule (schedule.h). A
+    // block holds every sample of its channels, so with fewer channels than
+    // the rule's task count, one channel a task is as far as it goes.
+    // The blocks only place the work, never the sums' order.
     Var co("co"), ci("ci");
-    Expr planes = clamp(elements_per_task / max(f.S, 1), 1, max(1, (f.C + 1) / 2));
+    Expr preferred = clamp(elements_per_task / max(f.S, 1), 1, max(1, (f.C + 1) / 2));
+    Expr planes = piece_for_tasks(preferred, f.S * f.N);
     xb.split(c, co, ci, planes, guard).reorder(s, ci, n, co).parallel(co).vectorize(s, vec, guard);
     for (Func g : {out.scale_backprop, out.offset_backprop})
         g.split(c, co, ci, planes, guard).parallel(co).compute_with(xb, co);
@@ -59,9 +63,11 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
     // elements and x_backprop tasks of at least 16K (C = 256: 256 and 64 rows,
     // as fixed row counts were tuned for; C = 64: 1024 and 256 rows, the
     // tuner's dram winner, whose fixed rows lost on C >= 128; README "Benchmarks").
-    // The blocks change the sums' order with C only, never with the thread count.
-    const Expr rows_per_block = k.rows_per_block > 0 ? Expr(k.rows_per_block) : max(256, 65536 / max(f.C, 1));
-    const Expr rows_per_task = k.rows_per_task > 0 ? Expr(k.rows_per_task) : max(64, 16384 / max(f.C, 1));
+    // Both shrink where they would give too few tasks (schedule.h: the many-core rule).
+    // The blocks change the sums' order with the shape only, never with the thread count.
+    const Expr preferred_rows_per_block = k.rows_per_block > 0 ? Expr(k.rows_per_block) : max(256, 65536 / max(f.C, 1));
+    const Expr preferred_rows_per_task = k.rows_per_task > 0 ? Expr(k.rows_per_task) : max(64, 16384 / max(f.C, 1));
+    const Expr rows_per_task = piece_for_tasks(preferred_rows_per_task, f.C);
     const int elements_per_task = k.elements_per_task > 0 ? k.elements_per_task : 16384;
     Var &c = f.c, &s = f.s, &n = f.n;
     const bool one_pass = fuses_passes(f, t, k);
@@ -93,6 +99,8 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
         // (8 and 4 float lanes) that C still fills. The lanes stay channels,
         // so every specialization sums in the same order (same bits).
         const std::vector<int> widths = nhwc_channel_widths(vec);
+        // one_pass pairs each block of rows with its x_backprop rows (compute_with), so no strips.
+        const Expr rows_per_block = nhwc_rows_per_block(f, preferred_rows_per_block, !one_pass);
         Var scalar_loop(kScalarLoopName);
         auto vectorize_channels = [&](Stage st) {
             for (size_t i = 0; i + 1 < widths.size(); ++i)
@@ -112,16 +120,14 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
             block = f.partial.update().rfactor(rso, so);
             block.compute_root().vectorize(c, vec, guard);
             Stage blocks = block.update();
-            blocks.reorder(c, rsi, so, n).parallel(so);
             if (one_pass) {
                 // compute_with allows no specializations, so the register sums
-                // below cannot serve here. Each vector of channels summing the
+                // cannot serve here. Each vector of channels summing the
                 // block's rows as a strided strip (accumulators in registers for
                 // any C) was tried: 1.25-1.66x slower in the tuner's dram screening.
-                blocks.vectorize(c, vec, guard);
+                blocks.reorder(c, rsi, so, n).parallel(so).vectorize(c, vec, guard);
             } else {
-                specialize_nhwc_row_sums(blocks, f, rsi, so, widths);
-                vectorize_channels(blocks);
+                schedule_nhwc_block_sums(blocks, f, rsi, so, widths);
             }
 
             f.partial.compute_root().vectorize(c, vec, guard);
@@ -146,7 +152,7 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
         // Small planes (7x7 = 49 elements) would make one tiny task each: group
         // planes so that a task covers at least elements_per_task (16K) elements.
         Var cn("cn"), cno("cno"), cni("cni");
-        Expr planes_per_task = max(1, elements_per_task / max(f.S, 1));
+        Expr planes_per_task = piece_for_tasks(max(1, elements_per_task / max(f.S, 1)), f.S);
         if (f.computes_sums()) {
             // NCHW: each (c, n) plane is contiguous; sum it with vector lanes along
             // s (rfactor into `lanes`), then add the lanes. (c, n) planes are the
