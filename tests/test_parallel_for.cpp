@@ -1,0 +1,437 @@
+// fbngrad_set_parallel_for: the kernels' parallel loops on the caller's runner.
+//
+// Oracle: the work is split by the shape only (generators/schedule.h, the
+// many-core rule), so every runner and every thread count must give the bits
+// of fbngrad's own pool with one thread, which are first checked against the
+// double-precision reference. Runners: a serial loop, a std::thread pool
+// (3 and 16 threads), OpenMP (where the compiler has it), and fbngrad's own
+// pool at 1, 2, 3, 16 and 64 threads; on every CPU variant this machine runs.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "fbngrad/fbngrad.hpp"
+#include "problem.h"
+
+using namespace fbngrad;
+using namespace fbngrad::test;
+
+namespace {
+
+// ---- runners -------------------------------------------------------------------------------
+
+int serial_runner(void *, int32_t count, fbngrad_task_fn task, void *task_ctx) {
+    for (int32_t i = 0; i < count; ++i)
+        if (int rc = task(task_ctx, i)) return rc;
+    return 0;
+}
+
+// A fixed pool: the calling thread and the workers take indices from one
+// counter; the first non-zero result is kept, and every task still runs.
+class ThreadPool {
+public:
+    explicit ThreadPool(int threads) {
+        for (int t = 1; t < threads; ++t) workers_.emplace_back([this] { work(); });
+    }
+    ~ThreadPool() {
+        {
+            std::lock_guard<std::mutex> lock(m_);
+            stop_ = true;
+        }
+        wake_.notify_all();
+        for (std::thread &t : workers_) t.join();
+    }
+    int run(int32_t count, fbngrad_task_fn task, void *task_ctx) {
+        std::unique_lock<std::mutex> one(run_mutex_);  // one loop at a time
+        Job job{task, task_ctx, count};
+        {
+            std::lock_guard<std::mutex> lock(m_);
+            job_ = &job;
+            ++generation_;
+        }
+        wake_.notify_all();
+        help(job);
+        std::unique_lock<std::mutex> lock(m_);
+        done_.wait(lock, [&] { return job.finished == job.count && job.helpers == 0; });
+        job_ = nullptr;
+        return job.result;
+    }
+    static int runner(void *pool, int32_t count, fbngrad_task_fn task, void *task_ctx) {
+        return static_cast<ThreadPool *>(pool)->run(count, task, task_ctx);
+    }
+
+private:
+    struct Job {
+        fbngrad_task_fn task;
+        void *ctx;
+        int32_t count;
+        std::atomic<int32_t> next{0};
+        int32_t finished = 0;  // guarded by m_
+        int helpers = 0;       // workers inside help(); guarded by m_
+        int result = 0;        // guarded by m_
+    };
+    void help(Job &job) {
+        for (int32_t i; (i = job.next++) < job.count;) {
+            const int rc = job.task(job.ctx, i);
+            std::lock_guard<std::mutex> lock(m_);
+            if (rc != 0 && job.result == 0) job.result = rc;
+            if (++job.finished == job.count) done_.notify_all();
+        }
+    }
+    void work() {
+        uint64_t seen = 0;
+        for (;;) {
+            Job *job;
+            {
+                std::unique_lock<std::mutex> lock(m_);
+                wake_.wait(lock, [&] { return stop_ || (job_ && generation_ != seen); });
+                if (stop_) return;
+                seen = generation_;
+                job = job_;
+                ++job->helpers;
+            }
+            help(*job);
+            std::lock_guard<std::mutex> lock(m_);
+            if (--job->helpers == 0) done_.notify_all();
+        }
+    }
+    std::vector<std::thread> workers_;
+    std::mutex run_mutex_, m_;
+    std::condition_variable wake_, done_;
+    Job *job_ = nullptr;
+    uint64_t generation_ = 0;
+    bool stop_ = false;
+};
+
+#ifdef _OPENMP
+int openmp_runner(void *, int32_t count, fbngrad_task_fn task, void *task_ctx) {
+    std::atomic<int> first{0};
+#pragma omp parallel for schedule(dynamic, 1) num_threads(4)
+    for (int32_t i = 0; i < count; ++i)
+        if (int rc = task(task_ctx, i)) {
+            int none = 0;
+            first.compare_exchange_strong(none, rc);
+        }
+    return first.load();
+}
+#endif
+
+// Serial, and records the task count of every loop (every index must come once).
+struct Recorder {
+    std::vector<int32_t> loops;
+    static int runner(void *self, int32_t count, fbngrad_task_fn task, void *task_ctx) {
+        static_cast<Recorder *>(self)->loops.push_back(count);
+        return serial_runner(nullptr, count, task, task_ctx);
+    }
+};
+
+// ---- problems ------------------------------------------------------------------------------
+
+struct Shape {
+    std::vector<int64_t> dims;  // in the layout's order
+    bool inverse_std;
+};
+
+// Each below, at and above the NHWC strip width (256 channels) and the
+// task size (16384 elements), with many tasks (1M elements: 64 at least).
+std::vector<Shape> shapes(fbngrad_layout l) {
+    if (l == FBNGRAD_NHWC)
+        return {{{4, 16, 16, 1024}, false}, {{8, 28, 28, 32}, true}, {{2, 9, 9, 5}, false},
+                {{3, 7, 7, 257}, false},    {{1, 1, 64, 256}, true}};
+    return {{{16, 256, 16, 16}, false}, {{8, 64, 14, 14}, true}, {{4, 3, 56, 56}, false},
+            {{16, 40, 7, 7}, false},    {{1, 1, 1, 1}, true}};
+}
+
+std::string output_bits(const TestProblem &t) {
+    std::string s(reinterpret_cast<const char *>(t.xb.data()), t.xb.size());
+    s.append(reinterpret_cast<const char *>(t.sb.data()), t.sb.size() * sizeof(float));
+    s.append(reinterpret_cast<const char *>(t.ob.data()), t.ob.size() * sizeof(float));
+    return s;
+}
+
+std::string run_bits(TestProblem &t) {
+    std::fill(t.xb.begin(), t.xb.end(), uint8_t(0xAB));
+    fbngrad_status st;
+    EXPECT_EQ(t.run(&st), FBNGRAD_OK) << t.describe() << ": " << st.message;
+    return output_bits(t);
+}
+
+int64_t min_tasks(const TestProblem &t) {
+    return std::max<int64_t>(1, std::min<int64_t>(256, t.p.elements() / 16384));
+}
+
+// Restores fbngrad's defaults after every test, whatever it left.
+class ParallelFor : public testing::Test {
+protected:
+    void TearDown() override {
+        fbngrad_set_parallel_for(nullptr, nullptr);
+        fbngrad_set_num_threads(0);
+        fbngrad_force_variant(nullptr, nullptr);
+        fbngrad_force_isa(nullptr, nullptr);
+    }
+};
+
+// ---- every CPU variant: same bits on every runner and thread count, enough tasks ----------
+
+std::vector<int> cpu_variants() {
+    std::vector<int> v;
+    for (int32_t i = 0; i < fbngrad_variant_count(); ++i)
+        if (fbngrad_variant(i)->device == FBNGRAD_CPU) v.push_back(i);
+    return v;
+}
+
+class EveryVariant : public ParallelFor, public testing::WithParamInterface<int> {
+protected:
+    const fbngrad_variant_info &info() const { return *fbngrad_variant(GetParam()); }
+    void SetUp() override {
+        if (!info().supported) GTEST_SKIP() << "this CPU cannot run " << info().name;
+        fbngrad_status st;
+        ASSERT_EQ(fbngrad_force_variant(info().name, &st), FBNGRAD_OK) << st.message;
+    }
+    std::unique_ptr<TestProblem> problem(const Shape &s) const {
+        return std::make_unique<TestProblem>(info().dtype, info().layout, s.dims, info().is_training != 0,
+                                             s.inverse_std, 7);
+    }
+};
+
+TEST_P(EveryVariant, SameBitsOnEveryRunnerAndThreadCount) {
+    ThreadPool pool3(3), pool16(16);
+    for (const Shape &s : shapes(info().layout)) {
+        auto t = problem(s);
+        fbngrad_set_num_threads(1);
+        const std::string want = run_bits(*t);
+        ref::Comparison c = t->check();
+        ASSERT_TRUE(c.ok()) << t->describe() << ": " << c.first_mismatch;
+        for (int threads : {2, 3, 16, 64}) {
+            fbngrad_set_num_threads(threads);
+            EXPECT_EQ(run_bits(*t), want) << t->describe() << ", fbngrad's pool with " << threads << " threads";
+        }
+        fbngrad_set_num_threads(0);
+        fbngrad_set_parallel_for(serial_runner, nullptr);
+        EXPECT_EQ(run_bits(*t), want) << t->describe() << ", serial runner";
+        fbngrad_set_parallel_for(ThreadPool::runner, &pool3);
+        EXPECT_EQ(run_bits(*t), want) << t->describe() << ", std::thread pool of 3";
+        fbngrad_set_parallel_for(ThreadPool::runner, &pool16);
+        EXPECT_EQ(run_bits(*t), want) << t->describe() << ", std::thread pool of 16";
+#ifdef _OPENMP
+        fbngrad_set_parallel_for(openmp_runner, nullptr);
+        EXPECT_EQ(run_bits(*t), want) << t->describe() << ", OpenMP";
+#endif
+        fbngrad_set_parallel_for(nullptr, nullptr);
+    }
+}
+
+// The many-core rule (generators/schedule.h): every parallel loop offers at
+// least min(256, elements / 16384) tasks. The one exception is NCHW done in
+// one pass (x86), where a task holds every sample of its channels: there,
+// min(that, C).
+TEST_P(EveryVariant, EveryLoopOffersEnoughTasks) {
+    for (const Shape &s : shapes(info().layout)) {
+        auto t = problem(s);
+        Recorder r;
+        fbngrad_set_parallel_for(Recorder::runner, &r);
+        run_bits(*t);
+        fbngrad_set_parallel_for(nullptr, nullptr);
+        int64_t want = min_tasks(*t);
+        if (info().layout == FBNGRAD_NCHW) want = std::min<int64_t>(want, t->p.channels());
+        EXPECT_FALSE(r.loops.empty() && t->p.elements() > 1) << t->describe() << ": no parallel loop";
+        for (size_t i = 0; i < r.loops.size(); ++i)
+            EXPECT_GE(r.loops[i], want) << t->describe() << ": loop " << i << " of " << r.loops.size();
+    }
+}
+
+std::string variant_name(const testing::TestParamInfo<int> &p) { return fbngrad_variant(p.param)->name; }
+
+INSTANTIATE_TEST_SUITE_P(CpuVariants, EveryVariant, testing::ValuesIn(cpu_variants()), variant_name);
+
+// ---- the split phase: the same rule and the same bits on a runner -------------------------
+
+TEST_F(ParallelFor, SplitPhaseEveryIsa) {
+    for (const char *isa : {"avx512", "avx2", "sse41", "arm_fp16", "neon"}) {
+        if (fbngrad_force_isa(isa, nullptr) != FBNGRAD_OK) continue;  // not this platform or CPU
+        for (fbngrad_layout l : {FBNGRAD_NHWC, FBNGRAD_NCHW})
+            for (const Shape &s : shapes(l)) {
+                TestProblem t(FBNGRAD_FLOAT32, l, s.dims, true, s.inverse_std, 3);
+                std::vector<float> sdy(t.p.channels()), sdyxc(t.p.channels());
+                auto both = [&]() {
+                    fbngrad_tensor dy = t.tensor(t.dy.data()), x = t.tensor(t.x.data()), xb = t.tensor(t.xb.data());
+                    fbngrad_tensor m = t.vec(t.mean.data()), sc = t.vec(t.scale.data()), v = t.vec(t.rs2.data());
+                    fbngrad_tensor a = t.vec(sdy.data()), b = t.vec(sdyxc.data());
+                    fbngrad_tensor sb = t.vec(t.sb.data()), ob = t.vec(t.ob.data());
+                    int64_t count = 0;
+                    fbngrad_status st;
+                    EXPECT_EQ(fbngrad_split_phase_reduce(&dy, &x, &m, &a, &b, &count, &st), FBNGRAD_OK) << st.message;
+                    EXPECT_EQ(fbngrad_split_phase_apply(&dy, &x, &sc, &m, &v, &a, &b, count, &t.attrs, &xb, &sb, &ob,
+                                                        &st),
+                              FBNGRAD_OK)
+                        << st.message;
+                    return output_bits(t);
+                };
+                fbngrad_set_num_threads(1);
+                const std::string want = both();
+                fbngrad_set_num_threads(0);
+                Recorder r;
+                fbngrad_set_parallel_for(Recorder::runner, &r);
+                EXPECT_EQ(both(), want) << isa << " " << t.describe();
+                fbngrad_set_parallel_for(nullptr, nullptr);
+                for (int32_t n : r.loops) EXPECT_GE(n, min_tasks(t)) << isa << " " << t.describe();
+            }
+    }
+}
+
+// ---- errors ----------------------------------------------------------------------------------
+
+int failing_runner(void *, int32_t, fbngrad_task_fn, void *) { return 7; }
+
+TEST_F(ParallelFor, RunnerErrorFailsTheCallAndTheNextCallWorks) {
+    TestProblem t(FBNGRAD_FLOAT32, FBNGRAD_NHWC, {2, 8, 8, 64}, true);
+    fbngrad_set_num_threads(1);
+    const std::string want = run_bits(t);
+    fbngrad_set_parallel_for(failing_runner, nullptr);
+    fbngrad_status st;
+    EXPECT_EQ(t.run(&st), FBNGRAD_INTERNAL);
+    EXPECT_NE(std::string(st.message).find("runner of fbngrad_set_parallel_for returned 7"), std::string::npos)
+        << st.message;
+    fbngrad_set_parallel_for(nullptr, nullptr);
+    EXPECT_EQ(run_bits(t), want);
+}
+
+// A task that fails on a pool: every other task still runs, the pool is not
+// stuck, the call fails, and the next call on the same pool succeeds.
+struct FailFirstTask {
+    ThreadPool *pool;
+    struct Wrapped {
+        fbngrad_task_fn task;
+        void *ctx;
+    };
+    static int fail_index_0(void *w, int32_t i) {
+        auto *x = static_cast<Wrapped *>(w);
+        const int rc = x->task(x->ctx, i);
+        return i == 0 ? 5 : rc;
+    }
+    static int runner(void *self, int32_t count, fbngrad_task_fn task, void *task_ctx) {
+        Wrapped w{task, task_ctx};
+        return static_cast<FailFirstTask *>(self)->pool->run(count, fail_index_0, &w);
+    }
+};
+
+TEST_F(ParallelFor, FailingTaskOnAPoolNoDeadlock) {
+    TestProblem t(FBNGRAD_FLOAT32, FBNGRAD_NCHW, {8, 64, 14, 14}, true);
+    fbngrad_set_num_threads(1);
+    const std::string want = run_bits(t);
+    ThreadPool pool(4);
+    FailFirstTask f{&pool};
+    fbngrad_set_parallel_for(FailFirstTask::runner, &f);
+    fbngrad_status st;
+    EXPECT_EQ(t.run(&st), FBNGRAD_INTERNAL);
+    EXPECT_NE(std::string(st.message).find("returned 5"), std::string::npos) << st.message;
+    fbngrad_set_parallel_for(ThreadPool::runner, &pool);
+    EXPECT_EQ(run_bits(t), want);
+}
+
+// ---- replacing the runner while calls run ---------------------------------------------------
+
+// A runner that knows when it is used after it was replaced.
+struct GuardedRunner {
+    std::atomic<int> active{0};
+    std::atomic<bool> retired{false};
+    std::atomic<int> *used_after_retirement;
+    static int runner(void *self, int32_t count, fbngrad_task_fn task, void *task_ctx) {
+        auto *g = static_cast<GuardedRunner *>(self);
+        ++g->active;
+        if (g->retired) ++*g->used_after_retirement;
+        const int rc = serial_runner(nullptr, count, task, task_ctx);
+        --g->active;
+        return rc;
+    }
+};
+
+TEST_F(ParallelFor, ReplacedWhileCallsRun) {
+    const std::vector<int64_t> shape{4, 16, 16, 64};
+    TestProblem base(FBNGRAD_FLOAT32, FBNGRAD_NHWC, shape, true);
+    fbngrad_set_num_threads(1);
+    const std::string want = run_bits(base);
+    fbngrad_set_num_threads(0);
+
+    std::atomic<int> used_after{0}, wrong{0}, failed{0};
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> callers;
+    for (int w = 0; w < 4; ++w)
+        callers.emplace_back([&] {
+            TestProblem t(FBNGRAD_FLOAT32, FBNGRAD_NHWC, shape, true);
+            while (!stop) {
+                std::fill(t.xb.begin(), t.xb.end(), uint8_t(0xAB));
+                fbngrad_status st;
+                if (t.run(&st) != FBNGRAD_OK)
+                    ++failed;
+                else if (output_bits(t) != want)
+                    ++wrong;
+            }
+        });
+    std::unique_ptr<GuardedRunner> current;
+    for (int k = 0; k < 200; ++k) {
+        auto next = std::make_unique<GuardedRunner>();
+        next->used_after_retirement = &used_after;
+        if (k % 3 == 2)
+            fbngrad_set_parallel_for(nullptr, nullptr);  // fbngrad's own pool between runners
+        else
+            fbngrad_set_parallel_for(GuardedRunner::runner, next.get());
+        // set_parallel_for has returned: no call may still be inside the old runner.
+        if (current) {
+            EXPECT_EQ(current->active.load(), 0) << "replacement " << k;
+            current->retired = true;
+        }
+        current = std::move(next);
+        std::this_thread::yield();
+    }
+    fbngrad_set_parallel_for(nullptr, nullptr);
+    stop = true;
+    for (std::thread &t : callers) t.join();
+    EXPECT_EQ(used_after.load(), 0);
+    EXPECT_EQ(wrong.load(), 0);
+    EXPECT_EQ(failed.load(), 0);
+}
+
+// ---- the C++ wrapper -----------------------------------------------------------------------
+
+TEST_F(ParallelFor, CppScopedRunnerAndExceptions) {
+    TestProblem t(FBNGRAD_FLOAT32, FBNGRAD_NCHW, {4, 32, 8, 8}, false);
+    fbngrad_set_num_threads(1);
+    const std::string want = run_bits(t);
+    int loops = 0;
+    auto counting = [&loops](int32_t count, const Task &task) {
+        ++loops;
+        for (int32_t i = 0; i < count; ++i)
+            if (int rc = task(i)) return rc;
+        return 0;
+    };
+    {
+        ScopedParallelFor<decltype(counting)> scope(counting);
+        EXPECT_EQ(run_bits(t), want);
+        EXPECT_GT(loops, 0);
+    }
+    const int after_scope = loops;
+    EXPECT_EQ(run_bits(t), want);
+    EXPECT_EQ(loops, after_scope) << "the runner was used after its scope ended";
+
+    auto throwing = [](int32_t, const Task &) -> int { throw std::runtime_error("pool shut down"); };
+    set_parallel_for(&throwing);
+    fbngrad_status st;
+    EXPECT_EQ(t.run(&st), FBNGRAD_INTERNAL);
+    reset_parallel_for();
+    EXPECT_EQ(run_bits(t), want);
+}
+
+}  // namespace
