@@ -58,11 +58,21 @@ for req in "${requirements[@]}"; do
     fi
 done
 
+# ---- PyTorch, for the PyTorch integration (integrations/torch, docs/pytorch.md) ----
+# Debian's python3-torch (tools/debian-packages.txt) is importable only by /usr/bin/python3 and
+# by venvs made from it with --system-site-packages; build/venv's Python (python3 on PATH) may
+# be another build that cannot see it. So a second venv, build/torch-venv, over Debian's Python.
+torch_venv=$build/torch-venv
+if [ ! -x "$torch_venv/bin/python" ] && [ -x /usr/bin/python3 ]; then
+    step "creating the virtual environment $torch_venv (/usr/bin/python3, Debian's PyTorch)"
+    /usr/bin/python3 -m venv --system-site-packages "$torch_venv"
+fi
+
 # ---- Configure and build ----
 halide_dir=$("$venv/bin/python" -c 'import halide, os; print(os.path.join(os.path.dirname(halide.__file__), "lib64", "cmake", "Halide"))')
 step "configuring ($cmake_dir)"
 "$venv/bin/cmake" -S "$root" -B "$cmake_dir" -DCMAKE_BUILD_TYPE=Release -DHalide_DIR="$halide_dir" \
-    -DFBNGRAD_PYTHON="$venv/bin/python" >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
+    -DFBNGRAD_PYTHON="$venv/bin/python" -DFBNGRAD_TORCH_PYTHON="$torch_venv/bin/python" >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
 if [ "$cmd" = demo ]; then
     # The demo needs the CLI and what it links (the library: every variant of the table), not the
     # tests, benchmarks or tuner: those are built by `test` and `build`.
