@@ -29,16 +29,16 @@ set(FBNGRAD_CUDA_ISAS
 
 # dtypes: short name | C API enum | Halide type of the tensors
 # (bfloat16 travels as uint16 bits; generators/dtype.h converts it.)
-set(FBNGRAD_DTYPES
+set(FBNGRAD_DTYPE_ROWS
     "f32|FBNGRAD_FLOAT32|float32"
     "f16|FBNGRAD_FLOAT16|float16"
     "bf16|FBNGRAD_BFLOAT16|uint16")
 
 # layouts: short name | C API enum
-set(FBNGRAD_LAYOUTS "nhwc|FBNGRAD_NHWC" "nchw|FBNGRAD_NCHW")
+set(FBNGRAD_LAYOUT_ROWS "nhwc|FBNGRAD_NHWC" "nchw|FBNGRAD_NCHW")
 
 # modes: short name | is_training
-set(FBNGRAD_MODES "train|1" "infer|0")
+set(FBNGRAD_MODE_ROWS "train|1" "infer|0")
 
 # Features every variant gets. strict_float: IEEE arithmetic (NaN/Inf
 # propagate, no contraction into FMA, no reassociation), as the contract asks.
@@ -51,10 +51,10 @@ set(FBNGRAD_FEATURES strict_float user_context)
 # CMAKE_SYSTEM_PROCESSOR is the build's target: the toolchain file sets it to
 # aarch64 in the cross build (cmake/toolchain-aarch64-linux-gnu.cmake).
 if (CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$")
-    set(FBNGRAD_ISAS ${FBNGRAD_ARM_ISAS})
+    set(FBNGRAD_PLATFORM_ISA_ROWS ${FBNGRAD_ARM_ISAS})
     set(FBNGRAD_RUNTIME_TARGET arm-64-linux)
 else ()
-    set(FBNGRAD_ISAS ${FBNGRAD_X86_ISAS})
+    set(FBNGRAD_PLATFORM_ISA_ROWS ${FBNGRAD_X86_ISAS})
     set(FBNGRAD_RUNTIME_TARGET x86-64-linux)
 endif ()
 
@@ -68,14 +68,90 @@ else ()
     set(_fbngrad_cuda_default OFF)
 endif ()
 option(FBNGRAD_ENABLE_CUDA "Build the CUDA variants (x86-64 Linux; no GPU needed to build)" ${_fbngrad_cuda_default})
-if (FBNGRAD_ENABLE_CUDA)
-    list(APPEND FBNGRAD_ISAS ${FBNGRAD_CUDA_ISAS})
-endif ()
 
+# Selective builds (docs/edge-builds.md): which rows of the table this build
+# compiles. Each option is a list; the default is every row, as always. The
+# rows keep the table's order (the dispatch priority) whatever the order given.
+#   FBNGRAD_DTYPES       float32 float16 bfloat16 (or f32 f16 bf16)
+#   FBNGRAD_LAYOUTS      NHWC NCHW (5-D tensors use them with D*H*W merged)
+#   FBNGRAD_MODES        training inference (or train infer)
+#   FBNGRAD_ISAS         this platform's CPU ISAs (x86-64: avx512 avx2 sse41; AArch64: arm_fp16 neon), or all
+#   FBNGRAD_SPLIT_PHASE  the split phase (reduce, apply), ON or OFF
+# FBNGRAD_USE_TUNED (tuned_variants.cmake) and FBNGRAD_ENABLE_CUDA (above) are
+# the two others. A call for a row left out fails with FBNGRAD_UNIMPLEMENTED
+# and names the option that builds it (src/dispatch.cpp).
+set(FBNGRAD_DTYPES "float32;float16;bfloat16" CACHE STRING
+    "The dtypes to build variants for (float32, float16, bfloat16)")
+set(FBNGRAD_LAYOUTS "NHWC;NCHW" CACHE STRING "The layouts to build variants for (NHWC, NCHW)")
+set(FBNGRAD_MODES "training;inference" CACHE STRING "The modes to build variants for (training, inference)")
+set(FBNGRAD_ISAS "all" CACHE STRING
+    "The CPU ISAs to build variants for (x86-64: avx512, avx2, sse41; AArch64: arm_fp16, neon; or all)")
+option(FBNGRAD_SPLIT_PHASE "Build the split phase (fbngrad_split_phase_reduce / _apply)" ON)
+
+# fbngrad_select_rows(<option> <rows-var> <aliases>): keeps the rows of
+# <rows-var> (the table's "name|..." rows) that the list option <option> names.
+# <aliases>: "spelling=name" pairs accepted besides each row's own name
+# (case-insensitive). An unknown value, a repeated one or an empty list is a
+# configure error that lists what is valid.
+function(fbngrad_select_rows option rows_var aliases)
+    set(valid "")
+    foreach (row IN LISTS ${rows_var})
+        string(REPLACE "|" ";" row "${row}")
+        list(GET row 0 name)
+        list(APPEND valid ${name})
+    endforeach ()
+    set(wanted "")
+    foreach (value IN LISTS ${option})
+        string(TOLOWER "${value}" v)
+        foreach (alias IN LISTS aliases)
+            string(REPLACE "=" ";" alias "${alias}")
+            list(GET alias 0 spelling)
+            list(GET alias 1 name)
+            if (v STREQUAL spelling)
+                set(v ${name})
+            endif ()
+        endforeach ()
+        if (NOT v IN_LIST valid)
+            string(REPLACE ";" ", " shown "${valid}")
+            message(FATAL_ERROR "fbngrad: ${option}=${${option}}: unknown value \"${value}\" (valid here: ${shown})")
+        endif ()
+        if (v IN_LIST wanted)
+            message(FATAL_ERROR "fbngrad: ${option}=${${option}}: \"${value}\" is named twice")
+        endif ()
+        list(APPEND wanted ${v})
+    endforeach ()
+    if (NOT wanted)
+        message(FATAL_ERROR "fbngrad: ${option} is empty: it must name at least one value")
+    endif ()
+    set(kept "")
+    foreach (row IN LISTS ${rows_var})
+        string(REPLACE "|" ";" fields "${row}")
+        list(GET fields 0 name)
+        if (name IN_LIST wanted)
+            list(APPEND kept "${row}")
+        endif ()
+    endforeach ()
+    set(${rows_var} ${kept} PARENT_SCOPE)
+endfunction()
+
+fbngrad_select_rows(FBNGRAD_DTYPES FBNGRAD_DTYPE_ROWS "float32=f32;float16=f16;bfloat16=bf16")
+fbngrad_select_rows(FBNGRAD_LAYOUTS FBNGRAD_LAYOUT_ROWS "")
+fbngrad_select_rows(FBNGRAD_MODES FBNGRAD_MODE_ROWS "training=train;inference=infer")
+set(FBNGRAD_ISA_ROWS ${FBNGRAD_PLATFORM_ISA_ROWS})
+string(TOLOWER "${FBNGRAD_ISAS}" _fbngrad_isas)
+if (NOT _fbngrad_isas STREQUAL "all")
+    fbngrad_select_rows(FBNGRAD_ISAS FBNGRAD_ISA_ROWS "")
+endif ()
+if (FBNGRAD_ENABLE_CUDA)
+    list(APPEND FBNGRAD_ISA_ROWS ${FBNGRAD_CUDA_ISAS})
+endif ()
 # The split-phase variants of each row (reduce and apply; split_phase_variants.cmake).
 include(${CMAKE_CURRENT_LIST_DIR}/split_phase_variants.cmake)
 # Tuned schedules (the tuner's table, generators/tuned/<isa>.json; tuned_variants.cmake).
 include(${CMAKE_CURRENT_LIST_DIR}/tuned_variants.cmake)
+message(STATUS "fbngrad: building FBNGRAD_DTYPES=${FBNGRAD_DTYPES} FBNGRAD_LAYOUTS=${FBNGRAD_LAYOUTS} "
+               "FBNGRAD_MODES=${FBNGRAD_MODES} FBNGRAD_ISAS=${FBNGRAD_ISAS} FBNGRAD_SPLIT_PHASE=${FBNGRAD_SPLIT_PHASE} "
+               "FBNGRAD_USE_TUNED=${FBNGRAD_USE_TUNED} FBNGRAD_ENABLE_CUDA=${FBNGRAD_ENABLE_CUDA}")
 
 # Expands the table: defines a static library per variant, collects them in
 # ${out_libs}, and writes the X-macro file and a header that includes every
@@ -86,22 +162,24 @@ function(fbngrad_add_variants generator gen_dir runtime out_libs)
     set(tuned_inc "")
     set(hdr "// Generated by cmake/variants.cmake. Do not edit.\n#pragma once\n")
     set(libs "")
-    foreach (isa_row IN LISTS FBNGRAD_ISAS)
+    foreach (isa_row IN LISTS FBNGRAD_ISA_ROWS)
         string(REPLACE "|" ";" isa_row "${isa_row}")
         list(GET isa_row 0 isa)
         list(GET isa_row 1 target)
         list(GET isa_row 2 device)
-        foreach (dtype_row IN LISTS FBNGRAD_DTYPES)
+        foreach (dtype_row IN LISTS FBNGRAD_DTYPE_ROWS)
             string(REPLACE "|" ";" dtype_row "${dtype_row}")
             list(GET dtype_row 0 dt)
             list(GET dtype_row 1 dt_enum)
             list(GET dtype_row 2 hl_type)
-            foreach (layout_row IN LISTS FBNGRAD_LAYOUTS)
+            foreach (layout_row IN LISTS FBNGRAD_LAYOUT_ROWS)
                 string(REPLACE "|" ";" layout_row "${layout_row}")
                 list(GET layout_row 0 layout)
                 list(GET layout_row 1 layout_enum)
-                fbngrad_add_split_phase_reduce()
-                foreach (mode_row IN LISTS FBNGRAD_MODES)
+                if (FBNGRAD_SPLIT_PHASE)
+                    fbngrad_add_split_phase_reduce()
+                endif ()
+                foreach (mode_row IN LISTS FBNGRAD_MODE_ROWS)
                     string(REPLACE "|" ";" mode_row "${mode_row}")
                     list(GET mode_row 0 mode)
                     list(GET mode_row 1 training)
@@ -133,7 +211,9 @@ function(fbngrad_add_variants generator gen_dir runtime out_libs)
                     string(APPEND inc "FBNGRAD_VARIANT(${name}, ${dt_enum}, ${layout_enum}, ${training}, ${isa}, ${device})\n")
                     string(APPEND hdr "#include \"${name}.h\"\n")
                     fbngrad_add_tuned_variants()
-                    fbngrad_add_split_phase_apply()
+                    if (FBNGRAD_SPLIT_PHASE)
+                        fbngrad_add_split_phase_apply()
+                    endif ()
                     if (NOT device STREQUAL "FBNGRAD_CPU")
                         # name|statement|conceptual statement|PTX, for the codegen checks (tests/cuda/).
                         set_property(GLOBAL APPEND PROPERTY FBNGRAD_CUDA_VARIANT_FILES
@@ -145,7 +225,7 @@ function(fbngrad_add_variants generator gen_dir runtime out_libs)
     endforeach ()
     # Each ISA's Halide target, for the tuner's JIT (bench/tune/).
     set(targets_inc "// Generated by cmake/variants.cmake. FBNGRAD_ISA_TARGET(isa, \"halide target\")\n")
-    foreach (isa_row IN LISTS FBNGRAD_ISAS)
+    foreach (isa_row IN LISTS FBNGRAD_ISA_ROWS)
         string(REPLACE "|" ";" isa_row "${isa_row}")
         list(GET isa_row 0 isa)
         list(GET isa_row 1 target)

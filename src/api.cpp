@@ -67,8 +67,9 @@ fbngrad_code fbngrad_fused_batch_norm_grad_v2(const fbngrad_tensor *y_backprop, 
         }
 
         const ShapeClass k = shape_class_of(p);
-        const Variant *v = select_variant(p.dtype, p.layout, a.is_training != 0, p.device, &msg, &k);
-        if (!v) return set_status(status, FBNGRAD_NOT_FOUND, msg);
+        fbngrad_code why = FBNGRAD_NOT_FOUND;  // FBNGRAD_UNIMPLEMENTED: left out of this build (dispatch.h)
+        const Variant *v = select_variant(p.dtype, p.layout, a.is_training != 0, p.device, &msg, &k, &why);
+        if (!v) return set_status(status, why, msg);
 
         runtime::install_halide_handlers();
         const halide_type_t T = halide_type(p.dtype);

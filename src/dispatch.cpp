@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fbngrad_variant_headers.h"
+#include "left_out.h"
 
 namespace fbngrad {
 namespace {
@@ -43,6 +44,43 @@ const std::vector<Variant> &table() {
     return t;
 }
 
+// The table's rows as fbngrad_variant_info, for left_out.h.
+const std::vector<fbngrad_variant_info> &table_infos() {
+    static const std::vector<fbngrad_variant_info> t = [] {
+        std::vector<fbngrad_variant_info> r;
+        for (const Variant &v : table()) r.push_back(v.info);
+        return r;
+    }();
+    return t;
+}
+
+// The CPU ISAs that the table has, best first (those FBNGRAD_ISAS kept).
+std::vector<std::string> built_cpu_isas() {
+    std::vector<std::string> r;
+    for (const Variant &v : table()) {
+        if (v.info.device != FBNGRAD_CPU) continue;
+        bool seen = false;
+        for (const std::string &i : r) seen |= i == v.info.isa;
+        if (!seen) r.push_back(v.info.isa);
+    }
+    return r;
+}
+
+bool isa_built(Isa isa) {
+    for (const Variant &v : table())
+        if (v.isa == isa) return true;
+    return false;
+}
+
+// " (FBNGRAD_ISAS left out neon)" where the build left out ISAs of this platform; else "".
+std::string isas_left_out_note() {
+    std::string out;
+    for (Isa i : platform_isas())
+        if (!isa_built(i)) out += (out.empty() ? "" : ", ") + std::string(isa_name(i));
+    return out.empty() ? "" : " (this build has " + left_out_detail::join(built_cpu_isas(), ", ") +
+                                  "; FBNGRAD_ISAS left out " + out + ")";
+}
+
 // -1: automatic; otherwise the forced Isa. A bad FBNGRAD_ISA is not ignored:
 // every call then fails and says so, until the program forces an ISA itself.
 std::atomic<int> g_forced{-1};
@@ -57,6 +95,10 @@ bool set_forced(const std::string &name, std::string *msg) {
     Isa isa;
     if (!parse_isa(name, &isa)) {
         *msg = "unknown ISA \"" + name + "\"; fbngrad knows " + platform_isa_names();
+        return false;
+    }
+    if (!isa_built(isa)) {
+        *msg = isa_left_out(name, built_cpu_isas());
         return false;
     }
     if (!cpu_has(isa)) {
@@ -118,7 +160,10 @@ const char *forced_isa_name() {
 }
 
 const Variant *select_variant(fbngrad_dtype dtype, fbngrad_layout layout, bool is_training, fbngrad_device device,
-                              std::string *why, const ShapeClass *shape_class) {
+                              std::string *why, const ShapeClass *shape_class, fbngrad_code *why_code) {
+    fbngrad_code unused;
+    fbngrad_code &code = why_code ? *why_code : unused;
+    code = FBNGRAD_NOT_FOUND;
     read_environment_once();
     if (!g_env_error.empty() && !g_env_error_cleared) {
         *why = g_env_error;
@@ -140,7 +185,15 @@ const Variant *select_variant(fbngrad_dtype dtype, fbngrad_layout layout, bool i
                 if (t.isa == v.isa && (t.classes >> int(*shape_class) & 1u) && same_row(t.info)) return &t;
         return &v;
     }
+    // Nothing to run: left out of this build (a selective build's options),
+    // or built for CPUs other than this one.
+    *why = left_out(table_infos(), dtype, layout, is_training, device);
+    if (!why->empty()) {
+        code = FBNGRAD_UNIMPLEMENTED;
+        return nullptr;
+    }
     *why = "no compiled variant of fbngrad can run this problem on this machine";
+    if (device == FBNGRAD_CPU) *why += isas_left_out_note();
     return nullptr;
 }
 

@@ -29,10 +29,14 @@ struct Variant {
 int variant_count();
 const Variant &variant(int i);
 
-// nullptr when nothing can run here; *why then says why. Without a shape
-// class, the hand-scheduled variant.
+// nullptr when nothing can run here; *why then says why, and *why_code is
+// FBNGRAD_UNIMPLEMENTED where this build left the row out (FBNGRAD_DTYPES,
+// FBNGRAD_LAYOUTS, FBNGRAD_MODES, FBNGRAD_ENABLE_CUDA: src/left_out.h) or
+// FBNGRAD_NOT_FOUND where none of its variants can run on this CPU. Without a
+// shape class, the hand-scheduled variant.
 const Variant *select_variant(fbngrad_dtype dtype, fbngrad_layout layout, bool is_training, fbngrad_device device,
-                              std::string *why, const ShapeClass *shape_class = nullptr);
+                              std::string *why, const ShapeClass *shape_class = nullptr,
+                              fbngrad_code *why_code = nullptr);
 
 // Forcing one variant for the problems of its row (fbngrad_force_variant).
 bool force_variant(const std::string &name, std::string *msg);

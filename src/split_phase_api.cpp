@@ -57,8 +57,9 @@ fbngrad_code fbngrad_split_phase_reduce(const fbngrad_tensor *y_backprop, const 
             return zeros_done(status, zero_channels(on_cuda, ctx, p.C, {sum_dy->data, sum_dyxc->data}));
         }
 
-        const ReduceVariant *v = select_reduce_variant(p.dtype, p.layout, p.device, &msg);
-        if (!v) return set_status(status, FBNGRAD_NOT_FOUND, msg);
+        fbngrad_code why = FBNGRAD_NOT_FOUND;
+        const ReduceVariant *v = select_reduce_variant(p.dtype, p.layout, p.device, &msg, &why);
+        if (!v) return set_status(status, why, msg);
 
         runtime::install_halide_handlers();
         const halide_type_t T = halide_type(p.dtype);
@@ -103,8 +104,9 @@ fbngrad_code fbngrad_split_phase_apply(const fbngrad_tensor *y_backprop, const f
         if (count == 0 || p.C == 0)
             return zeros_done(status, zero_channels(on_cuda, ctx, p.C, {scale_backprop->data, offset_backprop->data}));
 
-        const ApplyVariant *v = select_apply_variant(p.dtype, p.layout, a.is_training != 0, p.device, &msg);
-        if (!v) return set_status(status, FBNGRAD_NOT_FOUND, msg);
+        fbngrad_code why = FBNGRAD_NOT_FOUND;
+        const ApplyVariant *v = select_apply_variant(p.dtype, p.layout, a.is_training != 0, p.device, &msg, &why);
+        if (!v) return set_status(status, why, msg);
 
         // This shard may be empty while others are not: the kernel then
         // computes scale_backprop and offset_backprop only. On CUDA an empty

@@ -42,10 +42,12 @@ struct ApplyVariant {
     ApplyFn fn;
 };
 
-// nullptr when nothing can run here; *why then says why.
+// nullptr when nothing can run here; *why then says why, and *why_code (required) is
+// FBNGRAD_UNIMPLEMENTED where this build left it out (FBNGRAD_SPLIT_PHASE=OFF,
+// or the row's dtype, layout or mode: dispatch.h), else FBNGRAD_NOT_FOUND.
 const ReduceVariant *select_reduce_variant(fbngrad_dtype dtype, fbngrad_layout layout, fbngrad_device device,
-                                           std::string *why);
+                                           std::string *why, fbngrad_code *why_code);
 const ApplyVariant *select_apply_variant(fbngrad_dtype dtype, fbngrad_layout layout, bool is_training,
-                                         fbngrad_device device, std::string *why);
+                                         fbngrad_device device, std::string *why, fbngrad_code *why_code);
 
 }  // namespace fbngrad

@@ -17,6 +17,24 @@ inline std::string dtype_str(fbngrad_dtype d) {
     return d == FBNGRAD_FLOAT32 ? "float32" : d == FBNGRAD_FLOAT16 ? "float16" : "bfloat16";
 }
 
+// Whether this build has variants of the row: a selective build leaves rows
+// out (cmake/variants.cmake, docs/edge-builds.md), and the tests then skip them.
+inline bool built(fbngrad_dtype dtype, fbngrad_layout layout, bool training, fbngrad_device device = FBNGRAD_CPU) {
+    for (int32_t i = 0; i < fbngrad_variant_count(); ++i) {
+        const fbngrad_variant_info *v = fbngrad_variant(i);
+        if (v->dtype == dtype && v->layout == layout && (v->is_training != 0) == training && v->device == device)
+            return true;
+    }
+    return false;
+}
+
+// In a test body (gtest): skips the test where this build left the row out.
+#define FBNGRAD_SKIP_UNLESS_BUILT(dtype, layout, training)                                            \
+    do {                                                                                            \
+        if (!::fbngrad::test::built(dtype, layout, training))                                       \
+            GTEST_SKIP() << "left out of this build (FBNGRAD_DTYPES, FBNGRAD_LAYOUTS, FBNGRAD_MODES)"; \
+    } while (0)
+
 struct TestProblem {
     ref::Problem p;
     std::vector<uint8_t> dy, x, xb;  // raw elements of the dtype

@@ -9,6 +9,7 @@
 
 #include "fbngrad/fbngrad.h"
 #include "fbngrad/fbngrad.hpp"
+#include "problem.h"  // built(): the rows a selective build has
 #include "shape_class.h"
 
 using fbngrad::ShapeClass;
@@ -100,6 +101,7 @@ TEST(TunedDispatch, EachClassGetsItsTunedVariantOrTheHandOne) {
 TEST(TunedDispatch, WithoutTunedVariantsEveryShapeGetsTheHandOne) {
     for (fbngrad_layout l : {FBNGRAD_NHWC, FBNGRAD_NCHW})
         for (int k = 0; k < fbngrad::kShapeClassCount; ++k) {
+            if (!fbngrad::test::built(FBNGRAD_FLOAT32, l, true)) continue;  // left out of this build
             const auto shape = in_layout(shape_of(ShapeClass(k)), l);
             const fbngrad_variant_info *v =
                 fbngrad_selected_variant_for_shape(FBNGRAD_FLOAT32, l, 1, FBNGRAD_CPU, 4, shape.data());
@@ -118,6 +120,7 @@ TEST(TunedDispatch, WithoutTunedVariantsEveryShapeGetsTheHandOne) {
 }
 
 TEST(TunedDispatch, SelectedVariantForShapeRejectsBadShapes) {
+    FBNGRAD_SKIP_UNLESS_BUILT(FBNGRAD_FLOAT32, FBNGRAD_NHWC, true);
     const int64_t ok[5] = {2, 3, 4, 5, 6}, neg[4] = {2, -3, 4, 5};
     EXPECT_NE(fbngrad_selected_variant_for_shape(FBNGRAD_FLOAT32, FBNGRAD_NHWC, 1, FBNGRAD_CPU, 4, ok), nullptr);
     EXPECT_NE(fbngrad_selected_variant_for_shape(FBNGRAD_FLOAT32, FBNGRAD_NHWC, 1, FBNGRAD_CPU, 5, ok), nullptr);
@@ -128,6 +131,7 @@ TEST(TunedDispatch, SelectedVariantForShapeRejectsBadShapes) {
 }
 
 TEST(ForceVariant, RunsTheNamedVariantForItsRowOnly) {
+    FBNGRAD_SKIP_UNLESS_BUILT(FBNGRAD_FLOAT32, FBNGRAD_NHWC, true);
     const fbngrad_variant_info *base = fbngrad_selected_variant(FBNGRAD_FLOAT32, FBNGRAD_NHWC, 1, FBNGRAD_CPU);
     ASSERT_NE(base, nullptr);
     // The weakest supported f32/nhwc/train variant, so that forcing changes the pick.
@@ -144,10 +148,16 @@ TEST(ForceVariant, RunsTheNamedVariantForItsRowOnly) {
     EXPECT_STREQ(fbngrad_selected_variant_for_shape(FBNGRAD_FLOAT32, FBNGRAD_NHWC, 1, FBNGRAD_CPU, 4, dram)->name,
                  weak->name);
     EXPECT_STREQ(fbngrad_selected_variant(FBNGRAD_FLOAT32, FBNGRAD_NHWC, 1, FBNGRAD_CPU)->name, weak->name);
-    // Another row dispatches as usual.
-    const fbngrad_variant_info *other = fbngrad_selected_variant(FBNGRAD_FLOAT16, FBNGRAD_NCHW, 0, FBNGRAD_CPU);
-    ASSERT_NE(other, nullptr);
-    EXPECT_EQ(other->dtype, FBNGRAD_FLOAT16);
+    // Another row dispatches as usual (float16 NCHW inference, or the inference row of a build without it).
+    const bool f16 = fbngrad::test::built(FBNGRAD_FLOAT16, FBNGRAD_NCHW, false);
+    const fbngrad_dtype other_dtype = f16 ? FBNGRAD_FLOAT16 : FBNGRAD_FLOAT32;
+    const fbngrad_layout other_layout = f16 ? FBNGRAD_NCHW : FBNGRAD_NHWC;
+    if (fbngrad::test::built(other_dtype, other_layout, false)) {
+        const fbngrad_variant_info *other = fbngrad_selected_variant(other_dtype, other_layout, 0, FBNGRAD_CPU);
+        ASSERT_NE(other, nullptr);
+        EXPECT_EQ(other->dtype, other_dtype);
+        EXPECT_EQ(other->is_training, 0);
+    }
 
     EXPECT_EQ(fbngrad_force_variant("fbng_nothing_like_this", &st), FBNGRAD_INVALID_ARGUMENT);
     EXPECT_STREQ(st.message, "no compiled variant is named \"fbng_nothing_like_this\"");

@@ -7,7 +7,7 @@
 # and generated/test_platform.h, the same for the C++ tests.
 
 set(FBNGRAD_TEST_CPU_ISAS "")
-foreach (row IN LISTS FBNGRAD_ISAS)
+foreach (row IN LISTS FBNGRAD_ISA_ROWS)
     string(REPLACE "|" ";" row "${row}")
     list(GET row 0 isa)
     list(GET row 2 device)
@@ -30,11 +30,31 @@ set(_fbngrad_weakest_first ${FBNGRAD_TEST_CPU_ISAS})
 list(REVERSE _fbngrad_weakest_first)
 list(JOIN _fbngrad_weakest_first ", " FBNGRAD_TEST_KNOWN_ISAS)
 
+# The build's dtype x layout x mode rows, as dtype/layout/mode names (float32/NHWC/training):
+# a selective build leaves some out (cmake/variants.cmake; the CLI tests get them).
+set(FBNGRAD_TEST_ROWS "")
+foreach (dtype_row IN LISTS FBNGRAD_DTYPE_ROWS)
+    string(REGEX REPLACE "\\|.*" "" _dt "${dtype_row}")
+    string(REPLACE "bf16" "bfloat16" _dt "${_dt}")
+    string(REPLACE "f16" "float16" _dt "${_dt}")
+    string(REPLACE "f32" "float32" _dt "${_dt}")
+    foreach (layout_row IN LISTS FBNGRAD_LAYOUT_ROWS)
+        string(REGEX REPLACE "\\|.*" "" _l "${layout_row}")
+        string(TOUPPER "${_l}" _l)
+        foreach (mode_row IN LISTS FBNGRAD_MODE_ROWS)
+            string(REGEX REPLACE "\\|.*" "" _m "${mode_row}")
+            string(REPLACE "train" "training" _m "${_m}")
+            string(REPLACE "infer" "inference" _m "${_m}")
+            list(APPEND FBNGRAD_TEST_ROWS "${_dt}/${_l}/${_m}")
+        endforeach ()
+    endforeach ()
+endforeach ()
+
 # One variant per ISA row x dtype x layout x mode.
-list(LENGTH FBNGRAD_ISAS _n_isas)
-list(LENGTH FBNGRAD_DTYPES _n_dtypes)
-list(LENGTH FBNGRAD_LAYOUTS _n_layouts)
-list(LENGTH FBNGRAD_MODES _n_modes)
+list(LENGTH FBNGRAD_ISA_ROWS _n_isas)
+list(LENGTH FBNGRAD_DTYPE_ROWS _n_dtypes)
+list(LENGTH FBNGRAD_LAYOUT_ROWS _n_layouts)
+list(LENGTH FBNGRAD_MODE_ROWS _n_modes)
 math(EXPR FBNGRAD_TEST_VARIANT_COUNT "${_n_isas} * ${_n_dtypes} * ${_n_layouts} * ${_n_modes}")
 
 list(TRANSFORM FBNGRAD_TEST_CPU_ISAS REPLACE "^(.*)$" "\"\\1\"" OUTPUT_VARIABLE _quoted)

@@ -59,6 +59,22 @@ std::string selected(fbngrad_dtype t, fbngrad_layout l, int32_t training, fbngra
     return v ? v->name : "";
 }
 
+// Whether the build has variants of the row at all (a selective build leaves
+// rows out: docs/edge-builds.md); a row it has may still not run here.
+bool built(fbngrad_dtype t, fbngrad_layout l, int32_t training, fbngrad_device d) {
+    for (int32_t i = 0; i < fbngrad_variant_count(); ++i) {
+        const fbngrad_variant_info *v = fbngrad_variant(i);
+        if (v && v->dtype == t && v->layout == l && (v->is_training != 0) == (training != 0) && v->device == d)
+            return true;
+    }
+    return false;
+}
+
+// What `info` shows where nothing is selected.
+std::string none_here(fbngrad_dtype t, fbngrad_layout l, int32_t training, fbngrad_device d) {
+    return built(t, l, training, d) ? "(none)" : "(not built)";
+}
+
 int info_json() {
     nlohmann::ordered_json j;
     j["version"] = fbngrad_version();
@@ -102,6 +118,7 @@ int info_json() {
                     std::string name = selected(t, l, m, d);
                     row[device_name(d)] = name.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(name);
                 }
+                row["built"] = built(t, l, m, FBNGRAD_CPU);
                 sel.push_back(row);
             }
     j["selected"] = sel;
@@ -138,8 +155,13 @@ int info_text() {
     }
 
     // Rows start with the phase, not the name: the name column above is the fused variants'.
-    fmt::print("\nsplit-phase variants ({}; each call uses the ISA the fused op would):\n", split_variants().size());
-    fmt::print("  {:<7} {:<32} {:<7} {}\n", "phase", "name", "isa", "device");
+    if (split_variants().empty()) {
+        fmt::print("\nsplit-phase variants: none (left out of this build: FBNGRAD_SPLIT_PHASE=OFF)\n");
+    } else {
+        fmt::print("\nsplit-phase variants ({}; each call uses the ISA the fused op would):\n",
+                   split_variants().size());
+        fmt::print("  {:<7} {:<32} {:<7} {}\n", "phase", "name", "isa", "device");
+    }
     for (const SplitVariant &v : split_variants())
         fmt::print("  {:<7} {:<32} {:<7} {}\n", v.phase, v.name, v.isa, device_name(v.device));
 
@@ -150,7 +172,8 @@ int info_text() {
             for (int32_t m : kModes) {
                 std::string cpu = selected(t, l, m, FBNGRAD_CPU), cuda = selected(t, l, m, FBNGRAD_CUDA);
                 fmt::print("  {:<9} {:<6} {:<10} {:<32} {}\n", dtype_name(t), layout_name(l), mode_name(m),
-                           cpu.empty() ? "(none)" : cpu, cuda.empty() ? "(none)" : cuda);
+                           cpu.empty() ? none_here(t, l, m, FBNGRAD_CPU) : cpu,
+                           cuda.empty() ? none_here(t, l, m, FBNGRAD_CUDA) : cuda);
             }
     return kExitOk;
 }

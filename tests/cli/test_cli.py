@@ -41,6 +41,15 @@ import numpy as np
 CLI = None  # path of the fbngrad binary, from --cli
 # The build's CPU ISAs, best first (from the variant table, via --cpu-isas).
 CPU_ISAS = ["avx512", "avx2", "sse41"]
+# The build's dtype x layout x mode rows (via --rows; a selective build leaves
+# some out, docs/edge-builds.md): those left out must fail, naming their option.
+ALL_ROWS = [(d, l, m) for d in ("float32", "float16", "bfloat16") for l in ("NHWC", "NCHW")
+            for m in ("training", "inference")]
+ROWS = list(ALL_ROWS)
+
+
+def built(dtype, layout, training):
+    return (dtype, layout, "training" if training else "inference") in ROWS
 
 U32 = 2.0 ** -24
 UNIT = {"float32": 2.0 ** -24, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
@@ -213,6 +222,13 @@ class CliCase(unittest.TestCase):
 class RunRoundTrip(CliCase):
     """`fbngrad run` against the float64 formulas, every combination."""
 
+    def setUp(self):
+        super().setUp()
+        # Every test but the combinations (which checks the rows left out) runs float32 NHWC.
+        if self._testMethodName != "test_all_combinations" and not (
+                built("float32", "NHWC", True) and built("float32", "NHWC", False)):
+            self.skipTest("float32 NHWC was left out of this build")
+
     SHAPES = {4: (2, 3, 4, 5), 5: (2, 3, 2, 2, 4)}  # logical N,(D,)H,W,C
 
     def check(self, dtype, layout, rank, training, inverse_std, epsilon=1e-4, shape=None):
@@ -227,6 +243,9 @@ class RunRoundTrip(CliCase):
                 "--epsilon", repr(epsilon)]
         if dtype == "bfloat16":
             args += ["--dtype", "bfloat16"]
+        if not built(dtype, layout, training):  # left out of this build: an error that says so, nothing written
+            self.assert_fails(args, "left out of this build of fbngrad", out, code=1)
+            return
         rc, stdout, stderr = run_cli(*args)
         self.assertEqual(rc, 0, stderr)
         self.assertEqual(sorted(os.listdir(out)), OUTPUTS, "exactly the five outputs, no temporaries")
@@ -276,6 +295,8 @@ class RunRoundTrip(CliCase):
         self.check("float32", "NHWC", 4, True, False, epsilon=0.5)
 
     def test_explicit_dtype_matching_files(self):
+        if not built("float16", "NHWC", True):
+            self.skipTest("float16 NHWC training was left out of this build")
         files, _ = self.problem((1, 2, 2, 3), dtype="float16")
         out = self.path("out")
         rc, _, stderr = run_cli("run", *files, "--out", out, "--dtype", "float16")
@@ -729,6 +750,8 @@ class Usage(CliCase):
 
 class Demo(CliCase):
     def test_default_problem(self):
+        if not built("float32", "NHWC", True):
+            self.skipTest("float32 NHWC training was left out of this build")
         rc, stdout, stderr = run_cli("demo")
         self.assertEqual(rc, 0, stdout + stderr)
         self.assertEqual(stdout.strip().splitlines()[-1], "PASS")
@@ -742,6 +765,10 @@ class Demo(CliCase):
                       "--iterations", "3", "--reserve-space-2-is", "inverse_std"],
                      ["--shape", "0,4,4,8"]):
             with self.subTest(args=args):
+                dtype = args[args.index("--dtype") + 1] if "--dtype" in args else "float32"
+                layout = args[args.index("--layout") + 1] if "--layout" in args else "NHWC"
+                if not built(dtype, layout, "false" not in args):
+                    continue  # left out of this build
                 rc, stdout, stderr = run_cli("demo", *args)
                 self.assertEqual(rc, 0, stdout + stderr)
                 self.assertIn("PASS", stdout)
@@ -760,7 +787,10 @@ class Info(CliCase):
         # build has them, and the tuned ones (generators/tuned/), whose last column names their classes.
         lines = [line.split() for line in stdout.splitlines() if line.strip().startswith("fbng_")]
         hand = [f for f in lines if f[-1] == "-"]
-        self.assertIn(len(hand), (12 * len(CPU_ISAS), 12 * len(CPU_ISAS) + 12))
+        self.assertIn(len(hand), (len(ROWS) * len(CPU_ISAS), len(ROWS) * len(CPU_ISAS) + len(ROWS)))
+        for d, l, m in ALL_ROWS:  # the rows left out say so where the pick would be
+            if (d, l, m) not in ROWS:
+                self.assertRegex(stdout, rf"\n  {d} +{l} +{m} +\(not built\)")
         self.assertIn(f"compiled variants ({len(lines)},", stdout)
         for f in lines:
             if f[-1] != "-":
@@ -776,7 +806,7 @@ class Info(CliCase):
         j = json.loads(stdout)
         cpu = [v for v in j["variants"] if v["device"] == "cpu" and v["shape_classes"] == ""]
         cuda = [v for v in j["variants"] if v["device"] == "cuda"]
-        self.assertEqual(len(cpu), 12 * len(CPU_ISAS))
+        self.assertEqual(len(cpu), len(ROWS) * len(CPU_ISAS))
         # A tuned variant (generators/tuned/) serves some shape classes of a row whose
         # hand-scheduled variant exists, on the same ISA.
         for t in (v for v in j["variants"] if v["shape_classes"]):
@@ -784,15 +814,19 @@ class Info(CliCase):
                                 (t["dtype"], t["layout"], t["mode"], t["isa"]) for v in cpu), t)
             self.assertTrue(t["name"].startswith(next(v["name"] for v in cpu if (v["dtype"], v["layout"], v["mode"],
                                                       v["isa"]) == (t["dtype"], t["layout"], t["mode"], t["isa"]))))
-        self.assertIn(len(cuda), (0, 12))
+        self.assertIn(len(cuda), (0, len(ROWS)))
         self.assertEqual(len({v["name"] for v in j["variants"]}), len(j["variants"]))
         for v in cuda:  # supported exactly when a CUDA device is usable
             self.assertEqual((v["isa"], v["supported"]), ("cuda", j["cuda_available"]), v)
         self.assertEqual(j["cuda_unavailable_reason"] == "", j["cuda_available"])
         combos = {(v["dtype"], v["layout"], v["mode"]) for v in j["variants"]}
-        self.assertEqual(len(combos), 12)
+        self.assertEqual(len(combos), len(ROWS))
         self.assertEqual(len(j["selected"]), 12)
         for row in j["selected"]:
+            self.assertEqual(row["built"], (row["dtype"], row["layout"], row["mode"]) in ROWS, row)
+            if not row["built"]:
+                self.assertIsNone(row["cpu"], row)
+                continue
             name = row["cpu"]
             self.assertIsNotNone(name)
             v = next(v for v in j["variants"] if v["name"] == name)
@@ -800,9 +834,10 @@ class Info(CliCase):
                              (row["dtype"], row["layout"], row["mode"], True))
             self.assertEqual(row["cuda"] is not None, bool(cuda) and j["cuda_available"], row)
         self.assertEqual(j["forced_isa"], "")
-        # Split phase: per ISA row, 6 reduce (dtype x layout) and 12 apply variants, CUDA's too.
+        # Split phase: per ISA row, a reduce per dtype x layout and an apply per row, CUDA's too.
         split = j["split_phase_variants"]
-        self.assertEqual(len(split), 18 * (len(CPU_ISAS) + (1 if cuda else 0)))
+        per_isa = len(ROWS) + len({(d, l) for d, l, _ in ROWS})
+        self.assertEqual(len(split), per_isa * (len(CPU_ISAS) + (1 if cuda else 0)))
         self.assertEqual(sum(1 for v in split if v["phase"] == "reduce" and v["mode"] is None), len(split) // 3)
         self.assertEqual({v["device"] for v in split}, {"cpu", "cuda"} if cuda else {"cpu"})
 
@@ -814,7 +849,8 @@ class Info(CliCase):
         j = json.loads(stdout)
         self.assertEqual(j["forced_isa"], baseline)
         for row in j["selected"]:
-            self.assertTrue(row["cpu"].endswith("_" + baseline), row)
+            if row["built"]:
+                self.assertTrue(row["cpu"].endswith("_" + baseline), row)
 
 
 def main():
@@ -823,9 +859,12 @@ def main():
     parser.add_argument("--cli", required=True, help="path of the fbngrad binary")
     parser.add_argument("--cpu-isas", default=",".join(CPU_ISAS),
                         help="the build's CPU ISAs, best first, comma-separated (default: x86-64's)")
+    parser.add_argument("--rows", default=",".join("/".join(r) for r in ALL_ROWS),
+                        help="the build's rows, dtype/layout/mode comma-separated (default: every one)")
     args, rest = parser.parse_known_args()
     CLI = os.path.abspath(args.cli)
     CPU_ISAS[:] = args.cpu_isas.split(",")
+    ROWS[:] = [tuple(r.split("/")) for r in args.rows.split(",")]
     if not os.access(CLI, os.X_OK):
         sys.exit(f"test_cli.py: {CLI} is not an executable")
     prog = unittest.main(argv=[sys.argv[0], *rest], exit=False, verbosity=2)
