@@ -58,11 +58,18 @@ function(fbngrad_add_single_archive target)
     # binding, which objcopy cannot make local; -fno-gnu-unique makes them
     # ordinary weak symbols, which it can. Only fbngrad's own C++ parts are
     # compiled here (Halide writes the variant and runtime objects itself).
+    # -ffunction-sections -fdata-sections: each function and datum in a
+    # section of its own, as Halide already emits the variants and its runtime,
+    # so that a consumer's `-Wl,--gc-sections` drops what it never reaches (a
+    # program that never calls the split phase drops its code and kernels;
+    # `ld -r` below keeps differently named sections apart). Without them the
+    # API's one .text section reached every kernel through the dispatch table.
     foreach (part IN LISTS ARG_PARTS)
         get_property(is_halide_library TARGET "${part}" PROPERTY Halide_LIBRARY_RUNTIME_TARGET SET)
         get_property(is_imported TARGET "${part}" PROPERTY IMPORTED)
         if (NOT is_halide_library AND NOT is_imported AND NOT "${part}" IN_LIST runtimes)
-            target_compile_options("${part}" PRIVATE $<$<COMPILE_LANG_AND_ID:CXX,GNU>:-fno-gnu-unique>)
+            target_compile_options("${part}" PRIVATE $<$<COMPILE_LANG_AND_ID:CXX,GNU>:-fno-gnu-unique>
+                                                     -ffunction-sections -fdata-sections)
         endif ()
     endforeach ()
     list(LENGTH runtimes n_runtimes)

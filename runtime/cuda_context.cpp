@@ -16,6 +16,7 @@ std::mutex g_settings_mutex;
 void *g_context = nullptr;
 void *g_stream = nullptr;
 
+#if FBNGRAD_WITH_CUDA
 // The call's context made current on this thread while the guard lives (the
 // driver's memory calls act on the current context), popped on every way out.
 class CurrentContext {
@@ -72,7 +73,6 @@ bool automatic_context(void **out, std::string *error) {
     return primary_context(out, error);
 }
 
-#if FBNGRAD_WITH_CUDA
 // Halide calls these around every CUDA operation, with the call's CallContext
 // as user_context (nullptr only from runtime clean-up outside any call).
 int acquire_context(void *user_context, void **ctx, bool /*create*/) {
@@ -94,10 +94,8 @@ int get_stream(void *user_context, void * /*ctx*/, void **stream) {
     *stream = cc ? cc->cuda_stream : nullptr;
     return 0;
 }
-#endif
 
 void install_hooks_once() {
-#if FBNGRAD_WITH_CUDA
     static std::once_flag once;
     std::call_once(once, [] {
         halide_set_cuda_acquire_context(acquire_context);
@@ -107,8 +105,8 @@ void install_hooks_once() {
         // synchronize the device after every call.
         halide_reuse_device_allocations(nullptr, true);
     });
-#endif
 }
+#endif  // FBNGRAD_WITH_CUDA
 
 }  // namespace
 
@@ -118,6 +116,26 @@ void set_cuda_context(void *cu_context, void *cu_stream) {
     g_stream = cu_stream;
 }
 
+#if !FBNGRAD_WITH_CUDA
+// A build without the CUDA variants (FBNGRAD_ENABLE_CUDA=OFF) never reaches
+// these (cuda_available() is false, so calls on CUDA tensors stop before), and
+// links none of the driver code: a CPU-only program does not carry it.
+constexpr const char *kNoCudaBuild = "this build of fbngrad has no CUDA variants (FBNGRAD_ENABLE_CUDA=OFF)";
+
+bool prepare_cuda_call(CallContext *, std::string *error) {
+    *error = kNoCudaBuild;
+    return false;
+}
+
+void make_device_buffer(halide_buffer_t *) {}
+
+std::string zero_device_floats(const CallContext &, void *, size_t) { return kNoCudaBuild; }
+
+DeviceScratch::DeviceScratch(const CallContext &ctx, size_t) : ctx_(ctx), error_(kNoCudaBuild) {}
+
+DeviceScratch::~DeviceScratch() {}
+
+#else
 bool prepare_cuda_call(CallContext *ctx, std::string *error) {
     install_hooks_once();
     {
@@ -130,14 +148,10 @@ bool prepare_cuda_call(CallContext *ctx, std::string *error) {
 }
 
 void make_device_buffer(halide_buffer_t *b) {
-#if FBNGRAD_WITH_CUDA
     b->device = reinterpret_cast<uint64_t>(b->host);
     b->host = nullptr;
     b->device_interface = halide_cuda_device_interface();
     b->flags = halide_buffer_flag_device_dirty;
-#else
-    (void)b;
-#endif
 }
 
 std::string zero_device_floats(const CallContext &ctx, void *ptr, size_t n) {
@@ -180,5 +194,6 @@ DeviceScratch::~DeviceScratch() {
     if (current.pushed() && d->cuStreamSynchronize(ctx_.cuda_stream) == 0)
         d->cuMemFree(reinterpret_cast<cuda::CUdeviceptr>(ptr_));
 }
+#endif  // FBNGRAD_WITH_CUDA
 
 }  // namespace fbngrad::runtime
