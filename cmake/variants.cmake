@@ -40,6 +40,16 @@ set(FBNGRAD_LAYOUT_ROWS "nhwc|FBNGRAD_NHWC" "nchw|FBNGRAD_NCHW")
 # modes: short name | is_training
 set(FBNGRAD_MODE_ROWS "train|1" "infer|0")
 
+# Shared code: an ISA whose extension changes the code of some dtypes only.
+# Its variants of the other dtypes are, instruction for instruction, those of
+# the ISA it extends, so they take that variant's kernel instead of carrying a
+# copy (where that ISA is built too): the row, its name and its dispatch stay.
+# ARMv8.2 FP16 changes float16's conversions only; a float32 or bfloat16
+# arm_fp16 variant is the neon one (tests/check_shared_code.py generates such
+# variants for real and compares their code; docs/edge-builds.md).
+#   ISA | the ISA whose code it shares | dtypes with code of their own
+set(FBNGRAD_SHARED_CODE "arm_fp16|neon|f16")
+
 # Features every variant gets. strict_float: IEEE arithmetic (NaN/Inf
 # propagate, no contraction into FMA, no reassociation), as the contract asks.
 # user_context: each call passes its own status object to the error handler.
@@ -153,6 +163,37 @@ message(STATUS "fbngrad: building FBNGRAD_DTYPES=${FBNGRAD_DTYPES} FBNGRAD_LAYOU
                "FBNGRAD_MODES=${FBNGRAD_MODES} FBNGRAD_ISAS=${FBNGRAD_ISAS} FBNGRAD_SPLIT_PHASE=${FBNGRAD_SPLIT_PHASE} "
                "FBNGRAD_USE_TUNED=${FBNGRAD_USE_TUNED} FBNGRAD_ENABLE_CUDA=${FBNGRAD_ENABLE_CUDA}")
 
+# Sets _fbng_shares to the ISA whose code the variant of `isa` and dtype `dt`
+# shares (FBNGRAD_SHARED_CODE), or "" (a macro: it reads the caller's loop variables).
+macro(fbngrad_shared_isa)
+    set(_fbng_shares "")
+    foreach (_fbng_row IN LISTS FBNGRAD_SHARED_CODE)
+        string(REPLACE "|" ";" _fbng_row "${_fbng_row}")
+        list(GET _fbng_row 0 _fbng_isa)
+        list(GET _fbng_row 1 _fbng_base)
+        list(GET _fbng_row 2 _fbng_own)
+        string(REPLACE "," ";" _fbng_own "${_fbng_own}")
+        if (_fbng_isa STREQUAL isa AND NOT dt IN_LIST _fbng_own)
+            foreach (_fbng_r IN LISTS FBNGRAD_ISA_ROWS)
+                if (_fbng_r MATCHES "^${_fbng_base}[|]")
+                    set(_fbng_shares ${_fbng_base})
+                endif ()
+            endforeach ()
+        endif ()
+    endforeach ()
+endmacro()
+
+# Variant `alias` takes the kernel of `base` (fbngrad_shared_isa): no library
+# of its own; the generated header maps its name to base's function, a comment
+# line of the X-macro file (`inc_var`) says so for tests/check_vectorized.py,
+# and tests/check_shared_code.py gets what it needs to generate it for real.
+macro(fbngrad_share_code alias base inc_var hdr_var generator_name params)
+    string(APPEND ${hdr_var} "#define ${alias} ${base}  // the same code (FBNGRAD_SHARED_CODE)\n")
+    string(APPEND ${inc_var} "// FBNGRAD_SHARED_CODE(${alias}, ${base})\n")
+    set_property(GLOBAL APPEND PROPERTY FBNGRAD_SHARED_CODE_CHECKS
+                 "${alias}|${base}|${generator_name}|${target}|${params}")
+endmacro()
+
 # Expands the table: defines a static library per variant, collects them in
 # ${out_libs}, and writes the X-macro file and a header that includes every
 # generated header into ${gen_dir}.
@@ -196,20 +237,28 @@ function(fbngrad_add_variants generator gen_dir runtime out_libs)
                     else ()
                         set(training_param false)
                     endif ()
-                    add_halide_library(
-                        ${name} FROM ${generator}
-                        GENERATOR fused_batch_norm_grad
-                        TARGETS ${target}
-                        FEATURES ${FBNGRAD_FEATURES}
-                        USE_RUNTIME ${runtime}
-                        PARAMS layout=${layout} training=${training_param}
-                               y_backprop.type=${hl_type} x.type=${hl_type} x_backprop.type=${hl_type}
-                        STMT ${name}_stmt
-                        ASSEMBLY ${name}_asm
-                        ${device_outputs})
-                    list(APPEND libs ${name})
+                    set(params layout=${layout} training=${training_param}
+                               y_backprop.type=${hl_type} x.type=${hl_type} x_backprop.type=${hl_type})
+                    fbngrad_shared_isa()
+                    if (_fbng_shares)
+                        list(JOIN params " " _fbng_params)
+                        fbngrad_share_code(${name} fbng_${dt}_${layout}_${mode}_${_fbng_shares} inc hdr
+                                           fused_batch_norm_grad "${_fbng_params}")
+                    else ()
+                        add_halide_library(
+                            ${name} FROM ${generator}
+                            GENERATOR fused_batch_norm_grad
+                            TARGETS ${target}
+                            FEATURES ${FBNGRAD_FEATURES}
+                            USE_RUNTIME ${runtime}
+                            PARAMS ${params}
+                            STMT ${name}_stmt
+                            ASSEMBLY ${name}_asm
+                            ${device_outputs})
+                        list(APPEND libs ${name})
+                        string(APPEND hdr "#include \"${name}.h\"\n")
+                    endif ()
                     string(APPEND inc "FBNGRAD_VARIANT(${name}, ${dt_enum}, ${layout_enum}, ${training}, ${isa}, ${device})\n")
-                    string(APPEND hdr "#include \"${name}.h\"\n")
                     fbngrad_add_tuned_variants()
                     if (FBNGRAD_SPLIT_PHASE)
                         fbngrad_add_split_phase_apply()

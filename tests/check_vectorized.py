@@ -68,10 +68,18 @@ FP16_LOAD = re.compile(r"^\s*fcvtl2?\s+v\d+\.4s\s*,\s*v\d+\.[48]h\b")
 FP16_STORE = re.compile(r"^\s*fcvtn2?\s+v\d+\.[48]h\s*,\s*v\d+\.4s\b")
 
 
+# A variant that takes another's kernel (cmake/variants.cmake, FBNGRAD_SHARED_CODE) has no
+# assembly of its own: its ISA's rules are checked on that variant's.
+SHARED_RE = re.compile(r"^// FBNGRAD_SHARED_CODE\((\w+), (\w+)\)")
+
+
 def read_variants(path):
-    rows = []
+    rows, shared = [], {}
     with open(path) as f:
         for line in f:
+            m = SHARED_RE.match(line.strip())
+            if m:
+                shared[m.group(1)] = m.group(2)
             m = VARIANT_RE.match(line.strip())
             if m:
                 # FBNGRAD_TUNED_VARIANT(..., isa, device, "classes"): the classes go first.
@@ -79,6 +87,8 @@ def read_variants(path):
                 rows.append({"name": fields[0], "dtype": fields[1], "isa": fields[-2], "device": fields[-1],
                              # the reduce phase writes only float32 sums, no x_backprop
                              "writes_tensor": m.group(1) != "REDUCE_"})
+    for r in rows:
+        r["code"] = shared.get(r["name"], r["name"])
     return rows
 
 
@@ -97,7 +107,8 @@ def split_functions(lines):
 
 def check_variant(row, asm_dir):
     """A list of problems with one variant's assembly (empty: it passes)."""
-    name, isa = row["name"], row["isa"]
+    isa = row["isa"]
+    name = row.get("code", row["name"])  # the variant whose code it is
     path = os.path.join(asm_dir, name + ".s")
     if not os.path.exists(path):
         return [f"{path}: missing (is the build complete? add_halide_library ASSEMBLY writes it)"]
