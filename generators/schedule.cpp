@@ -44,14 +44,23 @@ void specialize_nhwc_row_sums(Stage blocks, const BnGradFuncs &f, const RVar &rs
         blocks.specialize(f.C == small).reorder(rsi, c, so, n).unroll(c, small).rename(so, Var(kScalarLoopName));
 }
 
-Expr piece_for_tasks(Expr preferred, Expr unit_elements) {
-    return max(1, min(preferred, kElementsPerTask / max(unit_elements, 1)));
+Expr piece_for_tasks(Expr preferred, Expr unit_elements, Expr task_elements) {
+    return max(1, min(preferred, task_elements / max(unit_elements, 1)));
 }
 
-Expr nhwc_rows_per_block(const BnGradFuncs &f, Expr preferred, bool strips) {
-    // A task of a strip covers kNhwcStripChannels channels of its rows.
-    Expr row_elements = strips ? min(f.C, kNhwcStripChannels) : f.C;
-    return piece_for_tasks(preferred, row_elements);
+Expr task_elements(const BnGradFuncs &f) {
+    using namespace Halide::Internal;
+    // The split phase runs on empty shards too (an apply computes the global
+    // scale/offset backprop), and bounds inference, which knows of an extern
+    // value only its range, then asks for rows before 0. The fused op never
+    // runs a kernel on an empty tensor (api.cpp).
+    if (f.phase != Phase::Fused) return kElementsPerTask;
+    return Call::make(Int(32), "fbng_task_elements",
+                      {user_context_value(), f.C * f.S * f.N, Expr(kElementsPerTask)}, Call::Extern);
+}
+
+Expr nhwc_rows_per_block(const BnGradFuncs &f, Expr preferred) {
+    return piece_for_tasks(preferred, f.C, kElementsPerTask);
 }
 
 void schedule_nhwc_block_sums(Stage blocks, const BnGradFuncs &f, const RVar &rsi, const Var &so,
@@ -60,18 +69,9 @@ void schedule_nhwc_block_sums(Stage blocks, const BnGradFuncs &f, const RVar &rs
     const TailStrategy guard = TailStrategy::GuardWithIf;
     blocks.reorder(c, rsi, so, n).parallel(so);
     specialize_nhwc_row_sums(blocks, f, rsi, so, widths);
-    Stage narrow = blocks.specialize(f.C <= kNhwcStripChannels);
     for (size_t i = 0; i + 1 < widths.size(); ++i)
-        narrow.specialize(f.C >= widths[i]).vectorize(c, widths[i], guard);
-    narrow.vectorize(c, widths.back(), guard);
-    // Wide rows: a task sums one strip of channels over one block of rows.
-    Var cs("cs"), ci("ci"), task("so_strip");
-    blocks.serial(so)
-        .split(c, cs, ci, kNhwcStripChannels, guard)
-        .reorder(ci, rsi, so, cs, n)
-        .fuse(so, cs, task)
-        .parallel(task)
-        .vectorize(ci, widths.front(), guard);
+        blocks.specialize(f.C >= widths[i]).vectorize(c, widths[i], guard);
+    blocks.vectorize(c, widths.back(), guard);
 }
 
 bool sums_last_sample_first(const Target &t, const Knobs &k, bool x_backprop_reads_sums) {

@@ -52,36 +52,42 @@ void schedule_for_target(BnGradFuncs &f, BnGradOutputs &out, const Halide::Targe
 // The many-core rule: every parallel loop over the tensors offers at least
 // min(256, elements / kElementsPerTask) tasks (at least one), so that 4 to 128
 // cores find work on every shape, not only on the large ones. Met by a
-// stronger rule that needs only the shape: no task holds more than
-// kElementsPerTask elements (but one unit, a row or a plane, at least).
-// The tasks follow from the shape alone, never from the thread count, so
-// neither do the sums' blocks nor the bits. A knob (hand default or tuned)
-// is the preferred size; piece_for_tasks shrinks it where it is too large.
+// stronger rule that needs the shape only: no task holds more than
+// kElementsPerTask elements (one unit, a row or a plane, at least). A knob
+// (hand default or tuned) is the preferred size; piece_for_tasks caps it.
 // (The cap divides by one extent only: a split factor that divided by the
 // product of the extents kept Halide's bounds inference busy for many minutes.)
+//
+// Two kinds of loops:
+// - The NHWC sums' blocks set the order of the sums, so their size must follow
+//   from the shape alone (the same bits for every thread count): capped at
+//   kElementsPerTask, always.
+// - Every other loop only places work (x_backprop's rows, the NCHW planes and
+//   channel blocks: each channel's sums keep their order whichever task holds
+//   them), so its task size is task_elements(): kElementsPerTask when the
+//   call runs on a caller's runner (fbngrad_set_parallel_for), and on
+//   fbngrad's own pool of P threads as large as still gives a few tasks a
+//   thread (runtime/parallel_runtime.cpp, fbng_task_elements): long
+//   contiguous runs on 2 cores, the rule's tasks for any pool. (The fused op
+//   only; the split phase keeps kElementsPerTask, see task_elements().)
 constexpr int kElementsPerTask = 16384;
 
 // The preferred piece (rows, planes, channels) of a loop whose units hold
-// `unit_elements` elements each, capped at kElementsPerTask elements.
-Halide::Expr piece_for_tasks(Halide::Expr preferred, Halide::Expr unit_elements);
+// `unit_elements` elements each, capped at `task_elements` elements.
+Halide::Expr piece_for_tasks(Halide::Expr preferred, Halide::Expr unit_elements, Halide::Expr task_elements);
 
-// NHWC sums over wide rows: above this many channels, a sum task is a strip
-// of this many channels of a block of rows, so that the blocks keep 64 rows
-// and their partials stay few (C = 2048: 8 rows a block otherwise, and as
-// many partials to add after the parallel loop as an eighth of the tensor).
-constexpr int kNhwcStripChannels = 256;
+// The call's task size for loops that only place work (see above): an extern
+// call, evaluated once when the pipeline starts, with the call's user_context.
+Halide::Expr task_elements(const BnGradFuncs &f);
 
-// The NHWC sums' rows per block (the rfactor split of the rows): the preferred
-// count, capped by the many-core rule; `strips`: whether a task covers a strip
-// of the rows' channels only (schedule_nhwc_block_sums does so above
-// kNhwcStripChannels; the x86 one pass does not).
-Halide::Expr nhwc_rows_per_block(const BnGradFuncs &f, Halide::Expr preferred, bool strips);
+// The NHWC sums' rows per block (the rfactor split of the rows): the
+// preferred count, capped by the rule with the shape alone.
+Halide::Expr nhwc_rows_per_block(const BnGradFuncs &f, Halide::Expr preferred);
 
 // The CPU schedules' NHWC sum blocks, the rfactor'd stage `blocks` (loops c,
 // rsi, so, n from innermost): parallel over the blocks of rows `so`; small C
 // in registers (specialize_nhwc_row_sums), the rest vectorized over channels
-// with `widths` (widest first); above kNhwcStripChannels channels, parallel
-// over (block of rows, strip of channels).
+// with `widths` (widest first).
 void schedule_nhwc_block_sums(Halide::Stage blocks, const BnGradFuncs &f, const Halide::RVar &rsi,
                               const Halide::Var &so, const std::vector<int> &widths);
 

@@ -35,8 +35,9 @@ void schedule_arm(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
     const int vec = t.natural_vector_size<float>() * multiple;
     // Shrunk where they would give too few tasks (schedule.h: the many-core rule).
     const Expr rows_per_block =
-        nhwc_rows_per_block(f, k.rows_per_block > 0 ? k.rows_per_block : kDefaultRowsPerBlock, true);
-    const Expr rows_per_task = piece_for_tasks(k.rows_per_task > 0 ? k.rows_per_task : kDefaultRowsPerTask, f.C);
+        nhwc_rows_per_block(f, k.rows_per_block > 0 ? k.rows_per_block : kDefaultRowsPerBlock);
+    const Expr rows_per_task = piece_for_tasks(k.rows_per_task > 0 ? k.rows_per_task : kDefaultRowsPerTask, f.C,
+                                               task_elements(f));
     const TailStrategy guard = TailStrategy::GuardWithIf;
     Var &c = f.c, &s = f.s, &n = f.n;
 

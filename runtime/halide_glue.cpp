@@ -34,6 +34,7 @@ void install_halide_handlers() {
 
 int set_num_threads(int n) {
     // halide_set_num_threads(0) restores Halide's default (HL_NUM_THREADS or the core count).
+    note_pool_threads(n);
     return halide_set_num_threads(n > 0 ? n : 0);
 }
 

@@ -1,8 +1,12 @@
 #include "parallel_runtime.h"
 
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "HalideRuntime.h"
 #include "halide_glue.h"
@@ -38,12 +42,54 @@ int run_one(void *task_ctx, int32_t index) {
     return l->task(l->user_context, l->min + index, l->closure);
 }
 
+// fbngrad's own pool of P threads: a loop whose size the shape alone sets
+// (the NHWC sums' blocks, generators/schedule.h) runs in runs of consecutive
+// tasks, kRunsPerThread a thread, so that each thread streams through
+// contiguous memory; the other loops are cut that coarse by the kernels
+// themselves (task_elements). Only where a task runs changes, never what it
+// computes: the same bits.
+constexpr int kRunsPerThread = 4;
+std::atomic<int> g_pool_threads{0};  // fbngrad_set_num_threads; 0: Halide's default
+
+int pool_threads() {
+    const int n = g_pool_threads;
+    if (n > 0) return n;
+    static const int fallback = [] {  // Halide's own default: HL_NUM_THREADS, else the cores
+        const char *env = std::getenv("HL_NUM_THREADS");
+        const int e = env ? std::atoi(env) : 0;
+        return e > 0 ? e : int(std::thread::hardware_concurrency());
+    }();
+    return fallback;
+}
+
+struct Runs {
+    halide_task_t task;
+    int min, size, run;
+    uint8_t *closure;
+};
+
+int one_run(void *user_context, int r, uint8_t *runs) {
+    const Runs *k = reinterpret_cast<const Runs *>(runs);
+    const int first = k->min + r * k->run, end = std::min(first + k->run, k->min + k->size);
+    for (int i = first; i < end; ++i)
+        if (int rc = k->task(user_context, i, k->closure)) return rc;
+    return 0;
+}
+
+int on_own_pool(void *user_context, halide_task_t task, int min, int size, uint8_t *closure) {
+    const int runs = kRunsPerThread * std::max(1, pool_threads());
+    if (size <= runs) return halide_default_do_par_for(user_context, task, min, size, closure);
+    Runs k{task, min, size, (size + runs - 1) / runs, closure};
+    return halide_default_do_par_for(user_context, one_run, 0, (size + k.run - 1) / k.run,
+                                     reinterpret_cast<uint8_t *>(&k));
+}
+
 int do_par_for(void *user_context, halide_task_t task, int min, int size, uint8_t *closure) {
     // The private runtime runs fbngrad's kernels only, and every kernel call
     // passes its CallContext (api.cpp, split_phase_api.cpp).
     CallContext *call = static_cast<CallContext *>(user_context);
     fbngrad_parallel_for_fn fn = call ? call->runner.fn() : nullptr;
-    if (!fn) return halide_default_do_par_for(user_context, task, min, size, closure);
+    if (!fn) return on_own_pool(user_context, task, min, size, closure);
     if (size <= 0) return 0;
     Loop loop{task, user_context, min, closure};
     const int rc = fn(call->runner.ctx(), size, run_one, &loop);
@@ -82,4 +128,18 @@ void set_parallel_for(fbngrad_parallel_for_fn fn, void *runner_ctx) {
 
 void install_parallel_runtime() { halide_set_custom_do_par_for(do_par_for); }
 
+int32_t task_elements(const CallContext *call, int64_t elements, int32_t rule_elements) {
+    if (!call || call->runner.fn()) return rule_elements;
+    const int64_t per_run = elements / (int64_t(kRunsPerThread) * std::max(1, pool_threads()));
+    return int32_t(std::min<int64_t>(INT32_MAX, std::max<int64_t>(rule_elements, per_run)));
+}
+
+void note_pool_threads(int n) { g_pool_threads = n > 0 ? n : 0; }
+
 }  // namespace fbngrad::runtime
+
+// Called by the kernels (generators/schedule.h: task_elements), once a call.
+extern "C" int32_t fbng_task_elements(void *user_context, int32_t elements, int32_t rule_elements) {
+    return fbngrad::runtime::task_elements(static_cast<const fbngrad::runtime::CallContext *>(user_context),
+                                           elements, rule_elements);
+}

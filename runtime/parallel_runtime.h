@@ -36,6 +36,16 @@ private:
 void set_parallel_for(fbngrad_parallel_for_fn fn, void *runner_ctx);
 
 // Routes Halide's parallel loops through the call's lease (install_halide_handlers calls it).
+// On fbngrad's own pool, a loop's tasks run in runs of consecutive tasks, a
+// few per thread of the pool (whose size set_num_threads tells it, note_pool_threads).
 void install_parallel_runtime();
+void note_pool_threads(int n);  // n <= 0: Halide's default
+
+struct CallContext;
+// The task size of the kernels' loops that only place work (generators/schedule.h):
+// rule_elements on a caller's runner (or without a call); on fbngrad's own pool,
+// at least that and as large as leaves kRunsPerThread tasks a thread. The kernels
+// call it as fbng_task_elements(user_context, elements, rule_elements).
+int32_t task_elements(const CallContext *call, int64_t elements, int32_t rule_elements);
 
 }  // namespace fbngrad::runtime

@@ -144,14 +144,15 @@ struct Shape {
     bool inverse_std;
 };
 
-// Each below, at and above the NHWC strip width (256 channels) and the
-// task size (16384 elements), with many tasks (1M elements: 64 at least).
+// Each below, at and above the NHWC strip width (256 channels) and the task
+// size (16384 elements), with many tasks (262144 elements: 16 at least), and
+// small enough for the suite under qemu (the AArch64 stage).
 std::vector<Shape> shapes(fbngrad_layout l) {
     if (l == FBNGRAD_NHWC)
-        return {{{4, 16, 16, 1024}, false}, {{8, 28, 28, 32}, true}, {{2, 9, 9, 5}, false},
-                {{3, 7, 7, 257}, false},    {{1, 1, 64, 256}, true}};
-    return {{{16, 256, 16, 16}, false}, {{8, 64, 14, 14}, true}, {{4, 3, 56, 56}, false},
-            {{16, 40, 7, 7}, false},    {{1, 1, 1, 1}, true}};
+        return {{{2, 8, 16, 1024}, false}, {{8, 28, 28, 32}, true}, {{2, 9, 9, 5}, false},
+                {{3, 7, 7, 257}, false},   {{1, 1, 64, 256}, true}};
+    return {{{8, 128, 16, 16}, false}, {{8, 64, 14, 14}, true}, {{4, 3, 56, 56}, false},
+            {{16, 40, 7, 7}, false},   {{1, 1, 1, 1}, true}};
 }
 
 std::string output_bits(const TestProblem &t) {
@@ -290,6 +291,20 @@ TEST_F(ParallelFor, SplitPhaseEveryIsa) {
                 for (int32_t n : r.loops) EXPECT_GE(n, min_tasks(t)) << isa << " " << t.describe();
             }
     }
+}
+
+// OpenMP on its own, so that a build without it says so instead of passing quietly.
+TEST_F(ParallelFor, OpenMpRunner) {
+#ifdef _OPENMP
+    FBNGRAD_SKIP_UNLESS_BUILT(FBNGRAD_BFLOAT16, FBNGRAD_NHWC, true);
+    TestProblem t(FBNGRAD_BFLOAT16, FBNGRAD_NHWC, {4, 14, 14, 300}, true);
+    fbngrad_set_num_threads(1);
+    const std::string want = run_bits(t);
+    fbngrad_set_parallel_for(openmp_runner, nullptr);
+    EXPECT_EQ(run_bits(t), want);
+#else
+    GTEST_SKIP() << "built without OpenMP (none found, or a ThreadSanitizer build)";
+#endif
 }
 
 // ---- errors ----------------------------------------------------------------------------------

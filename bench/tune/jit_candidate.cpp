@@ -1,6 +1,9 @@
 #include "jit_candidate.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <stdexcept>
+#include <thread>
 
 #include "Halide.h"
 
@@ -43,6 +46,11 @@ Halide::Buffer<> view3(fbngrad_dtype d, const fbngrad_bench::Inputs &in, const v
 
 Halide::Buffer<float> vec(const float *data, int C) { return Halide::Buffer<float>(const_cast<float *>(data), C); }
 
+int jit_task_elements(void *, int elements, int rule_elements) {
+    const int64_t threads = std::max(1u, std::thread::hardware_concurrency());
+    return int(std::min<int64_t>(INT32_MAX, std::max<int64_t>(rule_elements, elements / (4 * threads))));
+}
+
 }  // namespace
 
 struct JitCandidate::Impl {
@@ -72,6 +80,9 @@ JitCandidate::JitCandidate(const Candidate &c, const Cell &cell, const std::stri
         for (const auto &[k, v] : c.knobs) g.set_generatorparam_value(k, std::to_string(v));
         impl_->pipeline = g.build_pipeline();
         if (!c.autoscheduler.empty()) impl_->pipeline.apply_autoscheduler(impl_->target, as);
+        // The task size the AOT library's runtime gives its own pool (runtime/parallel_runtime.h);
+        // under the JIT user_context is Halide's, not a call of fbngrad's.
+        impl_->pipeline.set_jit_externs({{"fbng_task_elements", Halide::JITExtern(jit_task_elements)}});
         impl_->pipeline.compile_jit(impl_->target);
     } catch (const Halide::Error &e) {
         throw std::runtime_error("does not compile: " + message(e));
