@@ -30,6 +30,7 @@
 
 #include "fbngrad/fbngrad.h"
 #include "periodic_mapping.h"
+#include "problem.h"  // FBNGRAD_SKIP_UNLESS_BUILT: the rows a selective build has
 #include "reference.h"
 
 using namespace fbngrad;
@@ -70,6 +71,7 @@ struct Outputs {
 
 TEST_P(LargeTensors, RunAtTheBoundary) {
     const Large &L = GetParam();
+    FBNGRAD_SKIP_UNLESS_BUILT(L.dtype, L.layout, L.training);
     const int64_t E = elements(L), C = channels(L), M = E / C;
     const int es = ref::dtype_size(L.dtype);
     const int64_t Q = int64_t(kPeriod) / es;  // elements per period
