@@ -16,24 +16,9 @@ jobs=${FBNGRAD_JOBS:-2}
 dir=${FBNGRAD_BUILD:?}/aarch64
 step() { printf '\n-- [aarch64] %s\n' "$*"; }
 
-for tool in aarch64-linux-gnu-g++ aarch64-linux-gnu-gcc qemu-aarch64; do
-    command -v "$tool" >/dev/null || {
-        echo "20-aarch64.sh: $tool is missing (tools/debian-packages.txt: g++-aarch64-linux-gnu, qemu-user)" >&2
-        exit 1
-    }
-done
-
-step "the host generator ($main_build)"
-"$venv/bin/cmake" --build "$main_build" --target fbngrad_generator -j "$jobs"
-
-step "configuring the cross build ($dir)"
-halide_dir=$("$venv/bin/python" -c 'import halide, os; print(os.path.join(os.path.dirname(halide.__file__), "lib64", "cmake", "Halide"))')
-"$venv/bin/cmake" -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchain-aarch64-linux-gnu.cmake" \
-    -DHalide_DIR="$halide_dir" \
-    -Dfbngrad-halide_generators_ROOT="$main_build" \
-    -DFBNGRAD_BUILD_BENCH=OFF -DFBNGRAD_PARITY_TESTS=OFF \
-    -DFBNGRAD_PYTHON="$venv/bin/python" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
+source "$root/tools/ci/lib/aarch64.sh"
+aarch64_check_tools
+aarch64_configure "$dir"
 
 step "building for aarch64 with $jobs jobs"
 start=$SECONDS
@@ -45,20 +30,5 @@ step "the archive: $archive"
 echo "$(stat -c %s "$archive") bytes; members: $(aarch64-linux-gnu-ar t "$archive" | tr '\n' ' ')"
 aarch64-linux-gnu-objdump -f "$archive" | grep -m1 'file format' | sed 's/^/  /'
 
-failed=()
-for cpu in max cortex-a53; do
-    step "ctest under qemu-aarch64 -cpu $cpu"
-    rm -rf "$dir/Testing/gtest"
-    start=$SECONDS
-    if ! (cd "$dir" && QEMU_CPU=$cpu "$venv/bin/ctest" --output-on-failure -j "$jobs" --timeout 600); then
-        failed+=("$cpu")
-    fi
-    echo "ctest under -cpu $cpu: $((SECONDS - start)) s"
-    "$venv/bin/python" "$root/tools/ci/gtest_case_counts.py" "cpu $cpu" "$dir"/Testing/gtest/*.json || failed+=("$cpu (gtest reports)")
-done
-
-if ((${#failed[@]})); then
-    echo "20-aarch64.sh: tests failed under: ${failed[*]}" >&2
-    exit 1
-fi
+aarch64_ctest "$dir"
 echo "20-aarch64.sh: all aarch64 tests passed under qemu -cpu max and -cpu cortex-a53"
