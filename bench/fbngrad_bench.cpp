@@ -28,6 +28,9 @@
 //   --fbngrad_bandwidth_mib=N    the size of each bandwidth-probe array (default 256)
 //   --fbngrad_shapes=S           catalogue (ResNet-50 and mobile), sweep, or all (default)
 //   --fbngrad_input_digest       print the inputs' digests for tf_bench.py's check and exit
+//   --fbngrad_task_report=FILE   also time each fbngrad benchmark's tasks, one after the other
+//                                (task_report.h): counters loops, min_tasks and longest_task_share,
+//                                and FILE (JSON) for bench/task_model.py
 // Without --benchmark_filter the run is limited to a default subset (hot float32, every
 // peer, and the bandwidth probe); --benchmark_filter=all runs everything.
 #include <benchmark/benchmark.h>
@@ -42,6 +45,7 @@
 #include "bandwidth.h"
 #include "cache_flush.h"
 #include "peer.h"
+#include "task_report.h"
 
 namespace fbngrad_bench {
 namespace {
@@ -138,6 +142,29 @@ struct Bench {
 
 std::vector<Peer> g_peers;  // kept alive for the benchmarks' pointers
 
+std::string g_task_report;  // --fbngrad_task_report: the JSON file; "" when not asked for
+std::map<std::string, TaskProfile> g_task_profiles;  // per benchmark name, as g_verdicts
+
+// The task report's counters for an fbngrad benchmark (once per name; the
+// timing runner's calls are not timed by Google Benchmark).
+bool count_tasks(benchmark::State &state, const Bench &b, Runner &r, int64_t elements) {
+    auto it = g_task_profiles.find(b.name);
+    if (it == g_task_profiles.end()) {
+        TaskProfile p;
+        std::string err;
+        if (!profile_tasks([&] { return r.run(&err); }, 5, &p, &err)) {
+            state.SkipWithError(("task report: " + err).c_str());
+            return false;
+        }
+        add_to_task_report(b.name, elements, p);
+        it = g_task_profiles.emplace(b.name, std::move(p)).first;
+    }
+    state.counters["loops"] = double(it->second.task_us.size());
+    state.counters["min_tasks"] = double(it->second.min_tasks());
+    state.counters["longest_task_share"] = it->second.longest_task_share();
+    return true;
+}
+
 void bench(benchmark::State &state, Bench b) {
     const Inputs &in = get_inputs(b.cs.dtype, b.cs.layout, b.cs.shape);
     Outputs o;
@@ -162,6 +189,9 @@ void bench(benchmark::State &state, Bench b) {
         state.SkipWithError(err.c_str());
         return;
     }
+    if (!g_task_report.empty() && !b.cold && b.peer->name.rfind("fbngrad", 0) == 0 &&
+        !count_tasks(state, b, *r, in.elements))
+        return;
     for (auto _ : state) {
         if (b.cold) {
             state.PauseTiming();
@@ -297,6 +327,10 @@ int main(int argc, char **argv) {
             }
             continue;
         }
+        if (i > 0 && std::strncmp(a, "--fbngrad_task_report=", 22) == 0 && a[22]) {
+            g_task_report = a + 22;
+            continue;
+        }
         if (i > 0 && std::strcmp(a, "--fbngrad_input_digest") == 0) {
             print_digests();
             return 0;
@@ -344,5 +378,14 @@ int main(int argc, char **argv) {
 
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
+    if (!g_task_report.empty()) {
+        std::string err;
+        const std::string cpu = std::string(fbngrad_cpu_features()) + ", " + std::to_string(default_threads) + " threads";
+        if (!write_task_report(g_task_report, cpu, &err)) {
+            std::fprintf(stderr, "fbngrad_bench: %s\n", err.c_str());
+            return 1;
+        }
+        std::fprintf(stderr, "fbngrad_bench: task report written to %s\n", g_task_report.c_str());
+    }
     return 0;
 }

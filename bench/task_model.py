@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""The many-core model: fbngrad_bench's task report (--fbngrad_task_report) as a table.
+
+For each benchmark: the tasks of each parallel loop, the many-core rule's minimum
+(min(256, elements / 16384)), and the speed-up a call would reach on P cores,
+MODELLED from the serially measured task times (not measured on P cores):
+
+    time(P) = serial + sum over loops of sum over waves of the longest task in the wave
+
+where a loop's tasks run in waves of P in index order, and `serial` is the call's time
+outside every task (the per-channel work between the loops, the call's own overhead).
+Memory bandwidth is ignored: on a real machine the large shapes stop at the memory's
+limit well before P cores (docs/threads.md).
+
+    build/venv/bin/python bench/task_model.py report.json [--cores 4,8,16,32,64] [--markdown]
+"""
+
+import argparse
+import json
+import math
+import sys
+
+RULE_MAX_TASKS = 256
+RULE_ELEMENTS_PER_TASK = 16384
+
+
+def required_tasks(elements):
+    """The many-core rule's minimum task count of every parallel loop (generators/schedule.h)."""
+    return max(1, min(RULE_MAX_TASKS, elements // RULE_ELEMENTS_PER_TASK))
+
+
+def loop_time(task_us, cores):
+    """One loop's modelled time: its tasks in waves of `cores`, each wave as long as its longest task."""
+    return sum(max(task_us[i:i + cores]) for i in range(0, len(task_us), cores))
+
+
+def model(bench, cores):
+    """{P: modelled speed-up} for one benchmark of the report."""
+    loops = [loop["task_us"] for loop in bench["loops"]]
+    call = bench["call_us"]
+    serial = max(0.0, call - sum(sum(t) for t in loops))
+    out = {}
+    for p in cores:
+        t = serial + sum(loop_time(l, p) for l in loops)
+        out[p] = call / t if t > 0 else math.inf
+    return out
+
+
+def rows(report, cores):
+    """One dict per benchmark: name, elements, tasks per loop, required, meets, serial share, speed-ups."""
+    out = []
+    for b in report["benchmarks"]:
+        tasks = [loop["tasks"] for loop in b["loops"]]
+        need = required_tasks(b["elements"])
+        work = sum(sum(loop["task_us"]) for loop in b["loops"])
+        out.append({
+            "name": b["name"],
+            "elements": b["elements"],
+            "tasks": tasks,
+            "required": need,
+            "meets": all(t >= need for t in tasks),
+            "serial_share": max(0.0, b["call_us"] - work) / b["call_us"] if b["call_us"] > 0 else 0.0,
+            "speedup": model(b, cores),
+        })
+    return out
+
+
+def short_name(name):
+    """fbngrad/float32/NHWC/train/32,56,56,64/real_time -> float32 NHWC train 32,56,56,64."""
+    parts = [p for p in name.split("/") if p and p != "real_time" and not p.startswith("threads:")]
+    return " ".join(parts[1:]) if parts and parts[0].startswith("fbngrad") else " ".join(parts)
+
+
+def format_table(table, cores, markdown):
+    head = ["case", "tasks per loop", "rule", "meets", "serial"] + [f"P={p}" for p in cores]
+    body = [[short_name(r["name"]), ", ".join(map(str, r["tasks"])), str(r["required"]),
+             "yes" if r["meets"] else "NO", f"{100 * r['serial_share']:.1f} %"] +
+            [f"{r['speedup'][p]:.1f}" for p in cores] for r in table]
+    if markdown:
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(row) + " |" for row in body]
+        return "\n".join(lines)
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    fmt = lambda row: "  ".join(x.ljust(w) for x, w in zip(row, widths))  # noqa: E731
+    return "\n".join([fmt(head)] + [fmt(row) for row in body])
+
+
+def parse_cores(text):
+    try:
+        cores = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"want positive integers such as 4,8,16, got {text!r}")
+    if not cores or any(p <= 0 for p in cores):
+        raise argparse.ArgumentTypeError(f"want positive integers such as 4,8,16, got {text!r}")
+    return cores
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("report", help="the JSON file of fbngrad_bench --fbngrad_task_report")
+    ap.add_argument("--cores", type=parse_cores, default=[4, 8, 16, 32, 64], help="P values (default 4,8,16,32,64)")
+    ap.add_argument("--markdown", action="store_true", help="a Markdown table")
+    args = ap.parse_args(argv)
+    try:
+        with open(args.report) as f:
+            report = json.load(f)
+        table = rows(report, args.cores)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"task_model.py: cannot read {args.report}: {e}", file=sys.stderr)
+        return 1
+    if not table:
+        print(f"task_model.py: {args.report} holds no benchmark (was --fbngrad_task_report given a filter "
+              "that matched fbngrad benchmarks?)", file=sys.stderr)
+        return 1
+    print("Modelled speed-up on P cores from serially timed tasks (memory bandwidth ignored).")
+    print(format_table(table, args.cores, args.markdown))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

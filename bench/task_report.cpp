@@ -1,0 +1,123 @@
+#include "task_report.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "fbngrad/fbngrad.h"
+
+namespace fbngrad_bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double us_since(Clock::time_point t0) { return std::chrono::duration<double, std::micro>(Clock::now() - t0).count(); }
+
+// The timing runner: the tasks in index order on this thread, each timed.
+struct Timer {
+    std::vector<std::vector<double>> loops;
+    static int run(void *self, int32_t count, fbngrad_task_fn task, void *task_ctx) {
+        auto &loop = static_cast<Timer *>(self)->loops.emplace_back();
+        loop.reserve(size_t(count));
+        for (int32_t i = 0; i < count; ++i) {
+            const Clock::time_point t0 = Clock::now();
+            if (int rc = task(task_ctx, i)) return rc;
+            loop.push_back(us_since(t0));
+        }
+        return 0;
+    }
+};
+
+nlohmann::ordered_json g_report = nlohmann::ordered_json::array();
+
+}  // namespace
+
+int32_t TaskProfile::min_tasks() const {
+    int32_t m = 0;
+    for (const auto &l : task_us) m = m == 0 ? int32_t(l.size()) : std::min(m, int32_t(l.size()));
+    return m;
+}
+
+double TaskProfile::longest_task_share() const {
+    double longest = 0;
+    for (const auto &l : task_us)
+        for (double t : l) longest = std::max(longest, t);
+    return call_us > 0 ? longest / call_us : 0;
+}
+
+bool profile_tasks(const std::function<bool()> &call, int repeats, TaskProfile *out, std::string *err) {
+    // Each task's fastest time, and the fastest time outside the tasks (each
+    // call's own: its time less its tasks'), so that a call slowed by the
+    // machine's other work does not count as time outside the tasks.
+    *out = TaskProfile{};
+    double outside = 0;
+    for (int r = 0; r < repeats; ++r) {
+        Timer timer;
+        fbngrad_set_parallel_for(Timer::run, &timer);
+        const Clock::time_point t0 = Clock::now();
+        const bool ok = call();
+        const double call_us = us_since(t0);
+        fbngrad_set_parallel_for(nullptr, nullptr);
+        if (!ok) {
+            *err = "the call failed on the timing runner";
+            return false;
+        }
+        double tasks = 0;
+        for (const auto &l : timer.loops)
+            for (double t : l) tasks += t;
+        if (r == 0) {
+            outside = call_us - tasks;
+            out->task_us = std::move(timer.loops);
+            continue;
+        }
+        bool same = timer.loops.size() == out->task_us.size();
+        for (size_t l = 0; same && l < timer.loops.size(); ++l) same = timer.loops[l].size() == out->task_us[l].size();
+        if (!same) {
+            *err = "the parallel loops differ between two calls of the same problem";
+            return false;
+        }
+        outside = std::min(outside, call_us - tasks);
+        for (size_t l = 0; l < timer.loops.size(); ++l)
+            for (size_t i = 0; i < timer.loops[l].size(); ++i)
+                out->task_us[l][i] = std::min(out->task_us[l][i], timer.loops[l][i]);
+    }
+    out->call_us = std::max(0.0, outside);
+    for (const auto &l : out->task_us)
+        for (double t : l) out->call_us += t;
+    return true;
+}
+
+void add_to_task_report(const std::string &benchmark, int64_t elements, const TaskProfile &p) {
+    nlohmann::ordered_json loops = nlohmann::ordered_json::array();
+    for (const auto &l : p.task_us) loops.push_back({{"tasks", l.size()}, {"task_us", l}});
+    g_report.push_back({{"name", benchmark}, {"elements", elements}, {"call_us", p.call_us}, {"loops", loops}});
+}
+
+bool write_task_report(const std::string &path, const std::string &cpu, std::string *err) {
+    const nlohmann::ordered_json doc = {
+        {"about", "fbngrad_bench --fbngrad_task_report: each call's parallel loops on a serial timing runner "
+                  "(each task's fastest of 5 calls, call_us = those plus the fastest time outside the tasks); "
+                  "bench/task_model.py models the speed-up on P cores"},
+        {"fbngrad_version", fbngrad_version()},
+        {"cpu", cpu},
+        {"benchmarks", g_report}};
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream f(tmp);
+        f << doc.dump(1) << "\n";
+        if (!f) {
+            *err = "cannot write " + tmp;
+            return false;
+        }
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        *err = "cannot rename " + tmp + " to " + path;
+        return false;
+    }
+    return true;
+}
+
+}  // namespace fbngrad_bench

@@ -1,0 +1,33 @@
+// The task report (fbngrad_bench --fbngrad_task_report=FILE): each fbngrad
+// benchmark's call, run once more on a runner of fbngrad_set_parallel_for that
+// runs the tasks one after the other on the calling thread and times each.
+// Per benchmark: the tasks of every parallel loop and each task's time, and
+// the call's time on that runner; bench/task_model.py turns them into a
+// modelled speed-up on P cores. Serial timing keeps each task's time free of
+// the other tasks' interference: the model's input, not a measurement of P cores.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace fbngrad_bench {
+
+struct TaskProfile {
+    double call_us = 0;                        // the tasks' times plus the time outside them
+    std::vector<std::vector<double>> task_us;  // per parallel loop, per task
+    int32_t min_tasks() const;                 // the fewest tasks of any loop (0: no loop)
+    double longest_task_share() const;         // the longest task / call_us
+};
+
+// Runs `call` `repeats` times on the timing runner; keeps each task's fastest
+// time and the fastest time outside the tasks. false when a call fails or the
+// loops differ between calls.
+bool profile_tasks(const std::function<bool()> &call, int repeats, TaskProfile *out, std::string *err);
+
+// Collects profiles and writes them as JSON (the format task_model.py reads).
+void add_to_task_report(const std::string &benchmark, int64_t elements, const TaskProfile &p);
+bool write_task_report(const std::string &path, const std::string &cpu, std::string *err);
+
+}  // namespace fbngrad_bench

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""task_model.py on hand-made task reports: the rule's minimum, waves of P, the serial part."""
+
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import task_model  # noqa: E402
+
+
+def bench(elements, call_us, *loops):
+    return {"name": "fbngrad/float32/NHWC/train/1,1,1,1/real_time", "elements": elements, "call_us": call_us,
+            "loops": [{"tasks": len(l), "task_us": l} for l in loops]}
+
+
+class Rule(unittest.TestCase):
+    def test_required_tasks(self):
+        r = task_model.required_tasks
+        self.assertEqual(r(0), 1)
+        self.assertEqual(r(16383), 1)
+        self.assertEqual(r(16384 * 49), 49)
+        self.assertEqual(r(16384 * 256), 256)
+        self.assertEqual(r(16384 * 1000), 256)
+
+
+class Model(unittest.TestCase):
+    def test_waves(self):
+        # 5 tasks in waves of 2: (3, 1), (2, 2), (5) -> 3 + 2 + 5.
+        self.assertEqual(task_model.loop_time([3, 1, 2, 2, 5], 2), 10)
+        self.assertEqual(task_model.loop_time([3, 1, 2, 2, 5], 8), 5)
+
+    def test_speedup_with_serial_part(self):
+        # 16 equal tasks of 1 us and 4 us outside them: P=4 -> 4 + 4 = 8 us of 20.
+        b = bench(16384 * 16, 20.0, [1.0] * 16)
+        m = task_model.model(b, [1, 4, 16])
+        self.assertAlmostEqual(m[1], 1.0)
+        self.assertAlmostEqual(m[4], 20.0 / 8.0)
+        self.assertAlmostEqual(m[16], 20.0 / 5.0)
+
+    def test_rows_flag_too_few_tasks(self):
+        report = {"benchmarks": [bench(16384 * 64, 70.0, [1.0] * 64, [1.0] * 3)]}
+        (row,) = task_model.rows(report, [4])
+        self.assertEqual(row["tasks"], [64, 3])
+        self.assertEqual(row["required"], 64)
+        self.assertFalse(row["meets"])
+        self.assertAlmostEqual(row["serial_share"], 3.0 / 70.0)
+
+
+class Cli(unittest.TestCase):
+    def run_main(self, *argv):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = task_model.main(list(argv))
+        return code, out.getvalue(), err.getvalue()
+
+    def test_table_and_errors(self):
+        with tempfile.TemporaryDirectory() as d:
+            good = os.path.join(d, "good.json")
+            with open(good, "w") as f:
+                json.dump({"benchmarks": [bench(16384 * 4, 4.0, [1.0] * 4)]}, f)
+            code, out, _ = self.run_main(good, "--cores", "2,4", "--markdown")
+            self.assertEqual(code, 0)
+            self.assertIn("| float32 NHWC train 1,1,1,1 | 4 | 4 | yes | 0.0 % | 2.0 | 4.0 |", out)
+            empty = os.path.join(d, "empty.json")
+            with open(empty, "w") as f:
+                json.dump({"benchmarks": []}, f)
+            self.assertEqual(self.run_main(empty)[0], 1)
+            self.assertEqual(self.run_main(os.path.join(d, "missing.json"))[0], 1)
+            with self.assertRaises(SystemExit):
+                with contextlib.redirect_stderr(io.StringIO()):
+                    task_model.main([good, "--cores", "0"])
+
+
+if __name__ == "__main__":
+    unittest.main()
