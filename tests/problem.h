@@ -28,6 +28,28 @@ inline bool built(fbngrad_dtype dtype, fbngrad_layout layout, bool training, fbn
     return false;
 }
 
+// Whether this build has the split phase (FBNGRAD_SPLIT_PHASE): a reduce of
+// one element is refused, naming the option, where it was left out.
+inline bool split_phase_built() {
+    float one_value[1] = {0}, sums[2] = {0, 0};
+    const int64_t shape[4] = {1, 1, 1, 1}, one = 1;
+    fbngrad_tensor t = fbngrad_make_tensor(one_value, FBNGRAD_FLOAT32, 4, shape, FBNGRAD_NHWC);
+    fbngrad_tensor m = fbngrad_make_tensor(one_value, FBNGRAD_FLOAT32, 1, &one, FBNGRAD_NHWC);
+    fbngrad_tensor a = fbngrad_make_tensor(sums, FBNGRAD_FLOAT32, 1, &one, FBNGRAD_NHWC);
+    fbngrad_tensor b = fbngrad_make_tensor(sums + 1, FBNGRAD_FLOAT32, 1, &one, FBNGRAD_NHWC);
+    int64_t count = 0;
+    fbngrad_status st;
+    return !(fbngrad_split_phase_reduce(&t, &t, &m, &a, &b, &count, &st) == FBNGRAD_UNIMPLEMENTED &&
+             std::string(st.message).find("FBNGRAD_SPLIT_PHASE") != std::string::npos);
+}
+
+// In a test body (gtest): skips the test where this build left the split phase out.
+#define FBNGRAD_SKIP_UNLESS_SPLIT_PHASE()                                                       \
+    do {                                                                                       \
+        if (!::fbngrad::test::split_phase_built())                                             \
+            GTEST_SKIP() << "the split phase was left out of this build (FBNGRAD_SPLIT_PHASE)"; \
+    } while (0)
+
 // In a test body (gtest): skips the test where this build left the row out.
 #define FBNGRAD_SKIP_UNLESS_BUILT(dtype, layout, training)                                            \
     do {                                                                                            \

@@ -260,6 +260,7 @@ INSTANTIATE_TEST_SUITE_P(CpuVariants, EveryVariant, testing::ValuesIn(cpu_varian
 // ---- the split phase: the same rule and the same bits on a runner -------------------------
 
 TEST_F(ParallelFor, SplitPhaseEveryIsa) {
+    FBNGRAD_SKIP_UNLESS_SPLIT_PHASE();
     for (const char *isa : {"avx512", "avx2", "sse41", "arm_fp16", "neon"}) {
         if (fbngrad_force_isa(isa, nullptr) != FBNGRAD_OK) continue;  // not this platform or CPU
         for (fbngrad_layout l : {FBNGRAD_NHWC, FBNGRAD_NCHW})

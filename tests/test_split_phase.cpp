@@ -261,6 +261,7 @@ struct ShardCase {
 class SplitPhaseShards : public testing::TestWithParam<ShardCase> {};
 
 TEST_P(SplitPhaseShards, MatchReferenceForUnevenSplits) {
+    FBNGRAD_SKIP_UNLESS_SPLIT_PHASE();
     const ShardCase &k = GetParam();
     // N = 5; shards with one sample, empty shards, everything on one worker.
     const std::vector<std::vector<int64_t>> splits = {{5}, {1, 4}, {2, 0, 3}, {0, 0, 5}, {1, 1, 1, 1, 1}, {4, 1, 0, 0}};
@@ -302,6 +303,7 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(SplitPhaseShards);  // a build wit
 // ---- edge cases ----
 
 TEST(SplitPhaseEdges, EmptyShardGetsTheGlobalScaleAndOffsetBackprop) {
+    FBNGRAD_SKIP_UNLESS_SPLIT_PHASE();
     FBNGRAD_SKIP_UNLESS_BUILT(FBNGRAD_FLOAT32, FBNGRAD_NHWC, true);
     TestProblem tp(FBNGRAD_FLOAT32, FBNGRAD_NHWC, {3, 2, 2, 5}, true);
     SplitRun r = run_split(tp, {0, 3});  // shard 0 holds nothing
@@ -312,6 +314,7 @@ TEST(SplitPhaseEdges, EmptyShardGetsTheGlobalScaleAndOffsetBackprop) {
 }
 
 TEST(SplitPhaseEdges, EmptyShardWithNullData) {
+    FBNGRAD_SKIP_UNLESS_SPLIT_PHASE();
     // An empty shard may come without memory: reduce gives zeros and count 0,
     // apply still computes scale_backprop / offset_backprop from the global sums.
     const int64_t C = 4, shape[4] = {0, 3, 3, C}, vshape[1] = {C};
@@ -364,6 +367,7 @@ TEST(SplitPhaseEdges, NoElementAnywhereGivesZeros) {
 }
 
 TEST(SplitPhaseEdges, SingleSampleShardsOneChannelAnd5D) {
+    FBNGRAD_SKIP_UNLESS_SPLIT_PHASE();
     for (const auto &nsc : std::vector<std::vector<int64_t>>{{2, 1, 1, 1}, {3, 1, 9, 1}, {2, 2, 1, 3, 5}}) {
         for (fbngrad_layout l : {FBNGRAD_NHWC, FBNGRAD_NCHW}) {
             if (!built(FBNGRAD_BFLOAT16, l, true)) continue;  // left out of this build
@@ -377,6 +381,7 @@ TEST(SplitPhaseEdges, SingleSampleShardsOneChannelAnd5D) {
 }
 
 TEST(SplitPhaseEdges, CppApiMatchesCApi) {
+    FBNGRAD_SKIP_UNLESS_SPLIT_PHASE();
     FBNGRAD_SKIP_UNLESS_BUILT(FBNGRAD_FLOAT32, FBNGRAD_NCHW, true);
     TestProblem tp(FBNGRAD_FLOAT32, FBNGRAD_NCHW, {2, 3, 4, 5}, true);
     const int64_t C = 3;
@@ -516,6 +521,7 @@ TEST_F(SplitPhaseErrors, ApplyCount) {
                        "count (elements per channel over all workers) must be at least this worker's N*spatial = 8, "
                        "got 7");
     expect_apply_error(-1, FBNGRAD_INVALID_ARGUMENT, "got -1");
+    FBNGRAD_SKIP_UNLESS_SPLIT_PHASE();  // the checks above come first either way
     std::string msg;
     EXPECT_EQ(apply(8, &msg), FBNGRAD_OK) << msg;
 }

@@ -3,7 +3,7 @@
 # same tests hold for an x86-64 build and an AArch64 cross build:
 #   FBNGRAD_TEST_CPU_ISAS   this build's CPU ISA names, in dispatch priority order
 #   FBNGRAD_TEST_FOREIGN_ISA  an ISA of another platform, which this build must reject
-#   FBNGRAD_TEST_KNOWN_ISAS   the "fbngrad knows ..." list: this platform's ISAs, weakest first
+#   FBNGRAD_TEST_KNOWN_ISAS   the "fbngrad knows ..." list: this platform's ISAs (built or not), weakest first
 # and generated/test_platform.h, the same for the C++ tests.
 
 set(FBNGRAD_TEST_CPU_ISAS "")
@@ -16,17 +16,25 @@ foreach (row IN LISTS FBNGRAD_ISA_ROWS)
     endif ()
 endforeach ()
 
-# Every platform's CPU ISA names; the first that this build lacks is the foreign one.
+# This platform's CPU ISA names, built or not (FBNGRAD_ISAS may leave some out:
+# those are still known, and refused as left out); the first of every
+# platform's names that this platform lacks is the foreign one.
+set(_fbngrad_platform_isas "")
+foreach (row IN LISTS FBNGRAD_PLATFORM_ISA_ROWS)
+    string(REPLACE "|" ";" row "${row}")
+    list(GET row 0 isa)
+    list(APPEND _fbngrad_platform_isas ${isa})
+endforeach ()
 set(_fbngrad_all_isas "")
 foreach (row IN LISTS FBNGRAD_X86_ISAS FBNGRAD_ARM_ISAS)
     string(REPLACE "|" ";" row "${row}")
     list(GET row 0 isa)
     list(APPEND _fbngrad_all_isas ${isa})
 endforeach ()
-list(REMOVE_ITEM _fbngrad_all_isas ${FBNGRAD_TEST_CPU_ISAS})
+list(REMOVE_ITEM _fbngrad_all_isas ${_fbngrad_platform_isas})
 list(GET _fbngrad_all_isas 0 FBNGRAD_TEST_FOREIGN_ISA)
 
-set(_fbngrad_weakest_first ${FBNGRAD_TEST_CPU_ISAS})
+set(_fbngrad_weakest_first ${_fbngrad_platform_isas})
 list(REVERSE _fbngrad_weakest_first)
 list(JOIN _fbngrad_weakest_first ", " FBNGRAD_TEST_KNOWN_ISAS)
 

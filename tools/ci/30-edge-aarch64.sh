@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# CI stage: an edge build (docs/edge-builds.md), a selective build of the
-# variant table cross-built for AArch64: float32 NHWC, training and inference,
-# NEON and ARMv8.2 FP16, split phase included:
-#   -DFBNGRAD_DTYPES=float32 -DFBNGRAD_LAYOUTS=NHWC
-# Its whole C++ suite and CLI tests run under qemu (-cpu max and cortex-a53, as
-# tools/ci/20-aarch64.sh does for the full build): the rows it has pass, the
-# rows it left out fail with FBNGRAD_UNIMPLEMENTED naming their option
-# (SelectiveBuild.*). ctest minimal_app_size links tools/edge/minimal_app.c
-# against its libfbngrad.a as an application would, runs it, and fails when
-# the stripped program grows beyond its budget (below).
-# Budget: about 4 minutes on 2 cores (build ~2, each ctest run ~40 s; 254 s on 2026-12-05).
+# CI stage: edge builds (docs/edge-builds.md), selective builds of the variant
+# table cross-built for AArch64.
+# 1. float32 NHWC, training and inference, NEON and ARMv8.2 FP16, split phase
+#    included (-DFBNGRAD_DTYPES=float32 -DFBNGRAD_LAYOUTS=NHWC): its whole C++
+#    suite and CLI tests under qemu (-cpu max and cortex-a53, as
+#    tools/ci/20-aarch64.sh does for the full build): the rows it has pass, the
+#    rows it left out fail with FBNGRAD_UNIMPLEMENTED naming their option
+#    (SelectiveBuild.*). ctest minimal_app_size links tools/edge/minimal_app.c
+#    against its libfbngrad.a as an application would, runs it, and fails when
+#    the stripped program grows beyond its budget (below).
+# 2. one row, one ISA, no split phase (below): the other options' error paths.
+# Budget: about 7 minutes on 2 cores (builds ~2 + ~2, qemu runs ~40 s each).
 set -euo pipefail
 
 root=${FBNGRAD_ROOT:?run by tools/dev.sh test}
@@ -40,4 +41,24 @@ archive=$dir/src/libfbngrad.a
 echo "the archive: $(stat -c %s "$archive") bytes"
 
 aarch64_ctest "$dir"
-echo "30-edge-aarch64.sh: the edge build's tests passed under qemu -cpu max and -cpu cortex-a53, its minimal program within budget"
+
+# The other options, at their narrowest: one row (float32 NHWC training), one
+# ISA (arm_fp16), no split phase, no CLI. Under -cpu max the suite runs what is
+# there and checks that inference, the split phase and neon say they were left
+# out; under cortex-a53 (no FP16) nothing can run, and every call must say
+# FBNGRAD_NOT_FOUND and which ISAs FBNGRAD_ISAS left out (SelectiveBuild.*).
+min_dir=${FBNGRAD_BUILD}/edge-aarch64-min
+aarch64_configure "$min_dir" -DFBNGRAD_DTYPES=float32 -DFBNGRAD_LAYOUTS=NHWC -DFBNGRAD_MODES=training \
+    -DFBNGRAD_ISAS=arm_fp16 -DFBNGRAD_SPLIT_PHASE=OFF -DFBNGRAD_BUILD_CLI=OFF
+grep 'fbngrad: building' "$min_dir.configure.log" || true
+step "building the one-row build with $jobs jobs"
+start=$SECONDS
+"$venv/bin/cmake" --build "$min_dir" -j "$jobs"
+echo "built in $((SECONDS - start)) s"
+step "ctest of the one-row build under qemu-aarch64 -cpu max"
+(cd "$min_dir" && QEMU_CPU=max "$venv/bin/ctest" --output-on-failure -j "$jobs" --timeout 600)
+step "the one-row build on a CPU without FP16 (qemu-aarch64 -cpu cortex-a53): what it is told"
+QEMU_CPU=cortex-a53 qemu-aarch64 -L /usr/aarch64-linux-gnu "$min_dir/tests/fbngrad_tests" \
+    --gtest_filter='SelectiveBuild.*:LeftOut.*' --gtest_brief=1
+
+echo "30-edge-aarch64.sh: the edge builds' tests passed under qemu -cpu max and -cpu cortex-a53, the minimal program within budget"
