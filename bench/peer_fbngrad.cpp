@@ -96,7 +96,16 @@ std::vector<Peer> fbngrad_peers() {
     bool tuned = false;
     for (int32_t i = 0; i < fbngrad_variant_count(); ++i)
         tuned |= fbngrad_variant(i)->supported && *fbngrad_variant(i)->shape_classes != 0;
-    auto supported = [](const Case &) { return std::string(); };
+    // A selective build (docs/edge-builds.md) registers only the rows it built.
+    auto supported = [](const Case &cs) {
+        for (int32_t i = 0; i < fbngrad_variant_count(); ++i) {
+            const fbngrad_variant_info *v = fbngrad_variant(i);
+            if (v->device == FBNGRAD_CPU && v->dtype == cs.dtype && v->layout == cs.layout &&
+                (v->is_training != 0) == cs.training)
+                return std::string();
+        }
+        return std::string("left out of this build of fbngrad");
+    };
     auto threads = [](int n) { fbngrad_set_num_threads(n); };
     std::vector<Peer> out;
     out.push_back({"fbngrad", supported,
