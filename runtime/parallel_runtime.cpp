@@ -10,6 +10,7 @@
 
 #include "HalideRuntime.h"
 #include "halide_glue.h"
+#include "task_size.h"
 
 namespace fbngrad::runtime {
 
@@ -48,7 +49,6 @@ int run_one(void *task_ctx, int32_t index) {
 // contiguous memory; the other loops are cut that coarse by the kernels
 // themselves (task_elements). Only where a task runs changes, never what it
 // computes: the same bits.
-constexpr int kRunsPerThread = 4;
 std::atomic<int> g_pool_threads{0};  // fbngrad_set_num_threads; 0: Halide's default
 
 int pool_threads() {
@@ -130,8 +130,7 @@ void install_parallel_runtime() { halide_set_custom_do_par_for(do_par_for); }
 
 int32_t task_elements(const CallContext *call, int64_t elements, int32_t rule_elements) {
     if (!call || call->runner.fn()) return rule_elements;
-    const int64_t per_run = elements / (int64_t(kRunsPerThread) * std::max(1, pool_threads()));
-    return int32_t(std::min<int64_t>(INT32_MAX, std::max<int64_t>(rule_elements, per_run)));
+    return own_pool_task_elements(elements, rule_elements, pool_threads());
 }
 
 void note_pool_threads(int n) { g_pool_threads = n > 0 ? n : 0; }

@@ -1,11 +1,10 @@
 #include "jit_candidate.h"
 
-#include <algorithm>
-#include <cstdint>
 #include <stdexcept>
 #include <thread>
 
 #include "Halide.h"
+#include "task_size.h"
 
 namespace fbngrad_tune {
 
@@ -46,9 +45,10 @@ Halide::Buffer<> view3(fbngrad_dtype d, const fbngrad_bench::Inputs &in, const v
 
 Halide::Buffer<float> vec(const float *data, int C) { return Halide::Buffer<float>(const_cast<float *>(data), C); }
 
+// Halide's JIT pool has a thread a core, as the library's own pool by default.
 int jit_task_elements(void *, int elements, int rule_elements) {
-    const int64_t threads = std::max(1u, std::thread::hardware_concurrency());
-    return int(std::min<int64_t>(INT32_MAX, std::max<int64_t>(rule_elements, elements / (4 * threads))));
+    return fbngrad::runtime::own_pool_task_elements(elements, rule_elements,
+                                                    int(std::thread::hardware_concurrency()));
 }
 
 }  // namespace
