@@ -147,6 +147,14 @@ struct TestProblem {
         return ref::compare(p, e, xb.data(), sb.data(), ob.data());
     }
 
+    // The outputs' bytes in one string (x_backprop, scale_backprop, offset_backprop), to compare bits.
+    std::string output_bits() const {
+        std::string s(reinterpret_cast<const char *>(xb.data()), xb.size());
+        s.append(reinterpret_cast<const char *>(sb.data()), sb.size() * sizeof(float));
+        s.append(reinterpret_cast<const char *>(ob.data()), ob.size() * sizeof(float));
+        return s;
+    }
+
     std::string describe() const {
         std::string s = dtype_str(p.dtype) + (p.layout == FBNGRAD_NHWC ? " channels-last " : " channels-first ") + "[";
         for (int d = 0; d < p.rank; ++d) s += (d ? "," : "") + std::to_string(p.shape[d]);

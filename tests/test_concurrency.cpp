@@ -60,14 +60,6 @@ std::unique_ptr<TestProblem> make(const Spec &s, int seed) {
     return std::make_unique<TestProblem>(s.dtype, s.layout, s.shape, s.training, s.inverse_std, uint32_t(seed));
 }
 
-// The outputs' bytes, in one string: x_backprop, scale_backprop, offset_backprop.
-std::string output_bits(const TestProblem &t) {
-    std::string s(reinterpret_cast<const char *>(t.xb.data()), t.xb.size());
-    s.append(reinterpret_cast<const char *>(t.sb.data()), t.sb.size() * sizeof(float));
-    s.append(reinterpret_cast<const char *>(t.ob.data()), t.ob.size() * sizeof(float));
-    return s;
-}
-
 void reset_outputs(TestProblem &t) {
     std::fill(t.xb.begin(), t.xb.end(), uint8_t(0xAB));
     std::fill(t.sb.begin(), t.sb.end(), -777.0f);
@@ -94,7 +86,7 @@ std::vector<std::vector<std::string>> baselines(const std::vector<std::string> &
             EXPECT_EQ(t->run(&st), FBNGRAD_OK) << st.message;
             ref::Comparison c = t->check();
             EXPECT_TRUE(c.ok()) << isa << " " << t->describe() << ": " << c.first_mismatch;
-            bits[i].push_back(output_bits(*t));
+            bits[i].push_back(t->output_bits());
         }
     }
     fbngrad_force_isa(nullptr, nullptr);
@@ -149,7 +141,7 @@ void run_workers(const std::vector<std::vector<std::string>> &bits, Findings &f)
                     f.fail(t.describe() + ": " + st.message);
                     continue;
                 }
-                const std::string got = output_bits(t);
+                const std::string got = t.output_bits();
                 bool known = false;
                 for (const std::string &b : bits[i]) known = known || b == got;
                 if (!known) f.fail(t.describe() + ": result differs from every ISA's baseline");

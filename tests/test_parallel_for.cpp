@@ -155,18 +155,11 @@ std::vector<Shape> shapes(fbngrad_layout l) {
             {{16, 40, 7, 7}, false},   {{1, 1, 1, 1}, true}};
 }
 
-std::string output_bits(const TestProblem &t) {
-    std::string s(reinterpret_cast<const char *>(t.xb.data()), t.xb.size());
-    s.append(reinterpret_cast<const char *>(t.sb.data()), t.sb.size() * sizeof(float));
-    s.append(reinterpret_cast<const char *>(t.ob.data()), t.ob.size() * sizeof(float));
-    return s;
-}
-
 std::string run_bits(TestProblem &t) {
     std::fill(t.xb.begin(), t.xb.end(), uint8_t(0xAB));
     fbngrad_status st;
     EXPECT_EQ(t.run(&st), FBNGRAD_OK) << t.describe() << ": " << st.message;
-    return output_bits(t);
+    return t.output_bits();
 }
 
 int64_t min_tasks(const TestProblem &t) {
@@ -280,7 +273,7 @@ TEST_F(ParallelFor, SplitPhaseEveryIsa) {
                                                         &st),
                               FBNGRAD_OK)
                         << st.message;
-                    return output_bits(t);
+                    return t.output_bits();
                 };
                 fbngrad_set_num_threads(1);
                 const std::string want = both();
@@ -394,7 +387,7 @@ TEST_F(ParallelFor, ReplacedWhileCallsRun) {
                 fbngrad_status st;
                 if (t.run(&st) != FBNGRAD_OK)
                     ++failed;
-                else if (output_bits(t) != want)
+                else if (t.output_bits() != want)
                     ++wrong;
             }
         });
