@@ -371,6 +371,50 @@ class Control(unittest.TestCase):
         self.assertIn("was built against PyTorch", out)
 
 
+class BatchNormBackward(unittest.TestCase):
+    """aten::batch_norm_backward (PyTorch 2.x), the backward of _batch_norm_with_update (training)
+    and _batch_norm_no_update (eval) that torch.export and compiled graphs use: served by
+    fbngrad, equal to PyTorch's kernel and to the float64 reference."""
+
+    def test_with_and_without_update(self):
+        if not hasattr(torch.ops.aten, "_batch_norm_with_update"):
+            self.skipTest(f"PyTorch {torch.__version__} has no aten::batch_norm_backward (2.x)")
+        self.assertIn("aten::batch_norm_backward", ft.operators)
+        for update, dtype, fmt in itertools.product((True, False), DTYPES,
+                                                    (torch.contiguous_format, torch.channels_last)):
+            with self.subTest(update=update, dtype=str(dtype), fmt=str(fmt)):
+                gen = torch.Generator().manual_seed(11)
+                x = torch.randn(3, 6, 5, 4, generator=gen).to(dtype).to(memory_format=fmt)
+                g = torch.randn(3, 6, 5, 4, generator=gen).to(dtype).to(memory_format=fmt)
+                w, b = torch.randn(6, generator=gen), torch.randn(6, generator=gen)
+                rm, rv = torch.randn(6, generator=gen) * 0.1, torch.rand(6, generator=gen) + 0.5
+
+                def run():
+                    xi, wi, bi = (t.clone().requires_grad_() for t in (x, w, b))
+                    op = torch.ops.aten._batch_norm_with_update if update else torch.ops.aten._batch_norm_no_update
+                    out = op(xi, wi, bi, rm.clone(), rv.clone(), 0.1, 1e-5)
+                    out[0].backward(g)
+                    return (xi.grad, wi.grad, bi.grad), out
+
+                ft.reset_stats()
+                try:
+                    got, out = run()
+                except RuntimeError as e:  # PyTorch's CPU forward lacks the dtype
+                    self.assertIn("not implemented for", str(e))
+                    continue
+                s = ft.stats()
+                self.assertEqual((s["fused"], s["fallback"]), (1, 0), f"{s} ({ft.last_fallback()})")
+                with ft.disabled():
+                    theirs, _ = run()
+                mean, var = (out[1], out[2]) if update else (rm, rv)
+                ref, terms = reference(x, g, w, mean.to(dtype), var.to(dtype), update, 1e-5)
+                for i in range(3):
+                    tol = tolerance(ref[i], terms[i], dtype, x.numel() // 6)
+                    self.assertLessEqual((got[i].double() - ref[i]).abs().max().item(), tol, i)
+                    self.assertLessEqual((theirs[i].double() - ref[i]).abs().max().item(), tol, i)
+                    self.assertEqual(strides(got[i]), strides(theirs[i]))
+
+
 def thread_count():
     return len(os.listdir("/proc/self/task"))
 
