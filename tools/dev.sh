@@ -67,12 +67,25 @@ if [ ! -x "$torch_venv/bin/python" ] && [ -x /usr/bin/python3 ]; then
     step "creating the virtual environment $torch_venv (/usr/bin/python3, Debian's PyTorch)"
     /usr/bin/python3 -m venv --system-site-packages "$torch_venv"
 fi
+# The wheels a pip install of the package needs beside the framework, for the offline ctest
+# torch_pip_install (tools/requirements-pip-package.txt); for that venv's Python.
+wheels=$build/wheels
+if [ -x "$torch_venv/bin/python" ] && [ "$cmd" != demo ]; then
+    req=$root/tools/requirements-pip-package.txt
+    stamp=$wheels/.$(sha256sum "$req" | cut -c1-16)
+    if [ ! -e "$stamp" ]; then
+        step "pip download -r $(basename "$req") into $wheels"
+        "$torch_venv/bin/python" -m pip download --disable-pip-version-check -q -d "$wheels" -r "$req"
+        touch "$stamp"
+    fi
+fi
 
 # ---- Configure and build ----
 halide_dir=$("$venv/bin/python" -c 'import halide, os; print(os.path.join(os.path.dirname(halide.__file__), "lib64", "cmake", "Halide"))')
 step "configuring ($cmake_dir)"
 "$venv/bin/cmake" -S "$root" -B "$cmake_dir" -DCMAKE_BUILD_TYPE=Release -DHalide_DIR="$halide_dir" \
-    -DFBNGRAD_PYTHON="$venv/bin/python" -DFBNGRAD_TORCH_PYTHON="$torch_venv/bin/python" >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
+    -DFBNGRAD_PYTHON="$venv/bin/python" -DFBNGRAD_TORCH_PYTHON="$torch_venv/bin/python" \
+    -DFBNGRAD_PIP_WHEELS="$([ -d "$wheels" ] && echo "$wheels")" >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
 if [ "$cmd" = demo ]; then
     # The demo needs the CLI and what it links (the library: every variant of the table), not the
     # tests, benchmarks or tuner: those are built by `test` and `build`.
