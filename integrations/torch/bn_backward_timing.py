@@ -5,17 +5,20 @@ torch.autograd.grad of a BatchNorm2d output, 50 calls after 3 warm-ups, per shap
 format, with fbngrad.torch disabled and enabled; prints milliseconds a call and fbngrad's counters.
 
     build/torch-venv/bin/python integrations/torch/bn_backward_timing.py [--threads 2]
-(run from the repository root after tools/dev.sh build; it imports the package from build/cmake/python)
+(run from the repository root after tools/dev.sh build; it imports the installed package, else the
+build tree's copy, build/cmake/python)
 """
 
 import argparse
+import importlib.util
 import os
 import sys
 import time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "cmake", "python"))
+if importlib.util.find_spec("fbngrad") is None:  # not installed (pip): the build tree's copy
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "cmake", "python"))
 import fbngrad.torch as ft  # noqa: E402
 
 SHAPES = [(32, 16, 16, 16), (32, 64, 8, 8), (32, 64, 56, 56)]

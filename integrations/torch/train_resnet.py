@@ -76,6 +76,18 @@ def digits(size):
     return (x[:1500], y[:1500]), (x[1500:], y[1500:])
 
 
+def cpu_model():
+    """The CPU's model name (lscpu's), for the record of a timed run."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
 def bn_backward_ms(prof):
     """Milliseconds of batch-norm backward in a profile (the op, whoever's kernel serves it)."""
     total = 0.0
@@ -208,6 +220,7 @@ def main():
     with open(os.path.join(args.out, "table.md"), "w") as fh:
         fh.write(table + "\n")
     meta = {"torch": torch.__version__, "fbngrad": ft.fbngrad_version, "threads": torch.get_num_threads(),
+            "cpu": cpu_model(), "date": time.strftime("%Y-%m-%d"),
             "steps": args.steps, "batch": args.batch, "size": args.size, "runs": runs, "failures": failures}
     with open(os.path.join(args.out, "training.json"), "w") as fh:
         json.dump(meta, fh, indent=1)
