@@ -29,6 +29,25 @@ def required_tasks(elements):
     return max(1, min(RULE_MAX_TASKS, elements // RULE_ELEMENTS_PER_TASK))
 
 
+# A loop whose tasks take at least this share of the heaviest loop's time is a loop
+# over the tensors (each of those reads them whole), and the rule asks it for
+# min(256, elements / 16384) tasks. A lighter one works on less: the NHWC combine of
+# the sum blocks' partials reads C values a block, a few percent of the tensors. The
+# report cannot say how many elements a loop touches, so its time share stands in
+# for it: such a loop is asked for the rule's count of `share * elements`.
+TENSOR_LOOP_SHARE = 0.25
+
+
+def loop_requirements(elements, loop_work):
+    """The rule's minimum for each loop, from the loops' total task times (see TENSOR_LOOP_SHARE)."""
+    heaviest = max(loop_work, default=0.0)
+    out = []
+    for w in loop_work:
+        share = w / heaviest if heaviest > 0 else 1.0
+        out.append(required_tasks(elements if share >= TENSOR_LOOP_SHARE else int(elements * share)))
+    return out
+
+
 def loop_time(task_us, cores):
     """One loop's modelled time: its tasks in waves of `cores`, each wave as long as its longest task."""
     return sum(max(task_us[i:i + cores]) for i in range(0, len(task_us), cores))
@@ -51,14 +70,15 @@ def rows(report, cores):
     out = []
     for b in report["benchmarks"]:
         tasks = [loop["tasks"] for loop in b["loops"]]
-        need = required_tasks(b["elements"])
-        work = sum(sum(loop["task_us"]) for loop in b["loops"])
+        loop_work = [sum(loop["task_us"]) for loop in b["loops"]]
+        needs = loop_requirements(b["elements"], loop_work)
+        work = sum(loop_work)
         out.append({
             "name": b["name"],
             "elements": b["elements"],
             "tasks": tasks,
-            "required": need,
-            "meets": all(t >= need for t in tasks),
+            "required": needs,
+            "meets": all(t >= need for t, need in zip(tasks, needs)),
             "serial_share": max(0.0, b["call_us"] - work) / b["call_us"] if b["call_us"] > 0 else 0.0,
             "speedup": model(b, cores),
         })
@@ -73,7 +93,7 @@ def short_name(name):
 
 def format_table(table, cores, markdown):
     head = ["case", "tasks per loop", "rule", "meets", "serial"] + [f"P={p}" for p in cores]
-    body = [[short_name(r["name"]), ", ".join(map(str, r["tasks"])), str(r["required"]),
+    body = [[short_name(r["name"]), ", ".join(map(str, r["tasks"])), ", ".join(map(str, r["required"])),
              "yes" if r["meets"] else "NO", f"{100 * r['serial_share']:.1f} %"] +
             [f"{r['speedup'][p]:.1f}" for p in cores] for r in table]
     if markdown:

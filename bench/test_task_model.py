@@ -28,6 +28,22 @@ class Rule(unittest.TestCase):
         self.assertEqual(r(16384 * 1000), 256)
 
 
+    def test_light_loop_asked_for_its_share(self):
+        # A loop at 1/8 of the heaviest loop's time is asked for 1/8 of the tasks; at 1/4 or
+        # more it is a loop over the tensors and is asked for the full count.
+        self.assertEqual(task_model.loop_requirements(16384 * 64, [64.0, 8.0]), [64, 8])
+        self.assertEqual(task_model.loop_requirements(16384 * 64, [64.0, 16.0]), [64, 64])
+        self.assertEqual(task_model.loop_requirements(16384 * 64, [0.0, 0.0]), [64, 64])
+        report = {"benchmarks": [bench(16384 * 64, 80.0, [1.0] * 64, [1.0] * 7)]}
+        (row,) = task_model.rows(report, [4])
+        self.assertEqual(row["required"], [64, 7])
+        self.assertTrue(row["meets"])
+        report = {"benchmarks": [bench(16384 * 64, 80.0, [1.0] * 64, [2.0] * 7)]}
+        (row,) = task_model.rows(report, [4])
+        self.assertEqual(row["required"], [64, 14])
+        self.assertFalse(row["meets"])
+
+
 class Model(unittest.TestCase):
     def test_waves(self):
         # 5 tasks in waves of 2: (3, 1), (2, 2), (5) -> 3 + 2 + 5.
@@ -43,12 +59,13 @@ class Model(unittest.TestCase):
         self.assertAlmostEqual(m[16], 20.0 / 5.0)
 
     def test_rows_flag_too_few_tasks(self):
-        report = {"benchmarks": [bench(16384 * 64, 70.0, [1.0] * 64, [1.0] * 3)]}
+        # Both loops over the tensors (the second holds 60 us against the first's 64).
+        report = {"benchmarks": [bench(16384 * 64, 130.0, [1.0] * 64, [20.0] * 3)]}
         (row,) = task_model.rows(report, [4])
         self.assertEqual(row["tasks"], [64, 3])
-        self.assertEqual(row["required"], 64)
+        self.assertEqual(row["required"], [64, 64])
         self.assertFalse(row["meets"])
-        self.assertAlmostEqual(row["serial_share"], 3.0 / 70.0)
+        self.assertAlmostEqual(row["serial_share"], 6.0 / 130.0)
 
 
 class Cli(unittest.TestCase):

@@ -2,6 +2,7 @@
 // all come here, so a new target family is added once, for all of them.
 #include "schedule.h"
 
+#include <algorithm>
 #include <set>
 
 using namespace Halide;
@@ -44,11 +45,23 @@ void specialize_nhwc_row_sums(Stage blocks, const BnGradFuncs &f, const RVar &rs
         blocks.specialize(f.C == small).reorder(rsi, c, so, n).unroll(c, small).rename(so, Var(kScalarLoopName));
 }
 
-Expr piece_for_tasks(Expr preferred, Expr unit_elements, Expr task_elements) {
-    return max(1, min(preferred, task_elements / max(unit_elements, 1)));
+namespace {
+
+// runtime/task_size.h, even_piece. It never exceeds `capped`; a min() with it
+// here would put the shape into the split factor beside the call, which
+// (where `capped` holds S) kept bounds inference busy for minutes.
+Expr even_piece(Expr units, Expr capped) {
+    using namespace Halide::Internal;
+    return max(1, Call::make(Int(32), "fbng_even_piece", {units, capped}, Call::PureExtern));
 }
 
-Expr task_elements(const BnGradFuncs &f) {
+}  // namespace
+
+Expr piece_for_tasks(const BnGradFuncs &f, Expr preferred, Expr unit_elements, Expr task_elements, Expr units) {
+    Expr capped = max(1, min(preferred, task_elements / max(unit_elements, 1)));
+    // Not in the split phase, whose shards may be empty (see task_elements()).
+    return f.phase == Phase::Fused ? even_piece(units, capped) : capped;
+}Expr task_elements(const BnGradFuncs &f) {
     using namespace Halide::Internal;
     // The split phase runs on empty shards too (an apply computes the global
     // scale/offset backprop), and bounds inference, which knows of an extern
@@ -63,7 +76,24 @@ Expr task_elements(const BnGradFuncs &f) {
 }
 
 Expr nhwc_rows_per_block(const BnGradFuncs &f, Expr preferred) {
-    return piece_for_tasks(preferred, f.C, kElementsPerTask);
+    // The shape alone (no user_context): the same blocks on every runner, and
+    // in every phase (a one-worker split phase gives the fused op's bits). The
+    // rule's task size (runtime/task_size.h: rule_task_elements) as rows,
+    // written out here: an extern taking C·S kept bounds inference busy for
+    // minutes (AVX-512, NHWC).
+    Expr rows = max(kElementsPerTask / max(f.C, 1), (f.S + 255) / 256);
+    return even_piece(f.S, max(1, min(preferred, rows)));
+}void schedule_nhwc_partial_combine(BnGradFuncs &f, const RVar &rso, int vec) {
+    const Var &c = f.c, &n = f.n;
+    const TailStrategy guard = TailStrategy::GuardWithIf;
+    // 8 channels a task (not AVX-512's 16): C/8 tasks meet the rule for the
+    // blocks·C values this loop adds while blocks <= 2048 (the default blocks
+    // hold 256 rows or more, so up to 512K rows), and 2 tasks share a cache
+    // line at most.
+    const int width = std::min(vec, 8);
+    Var co("co"), ci("ci");
+    f.partial.compute_root().vectorize(c, vec, guard);
+    f.partial.update().split(c, co, ci, width, guard).reorder(ci, rso, co, n).vectorize(ci).parallel(co);
 }
 
 void schedule_nhwc_block_sums(Stage blocks, const BnGradFuncs &f, const RVar &rsi, const Var &so,

@@ -53,28 +53,32 @@ void schedule_for_target(BnGradFuncs &f, BnGradOutputs &out, const Halide::Targe
 // min(256, elements / kElementsPerTask) tasks (at least one), so that 4 to 128
 // cores find work on every shape, not only on the large ones. Met by a
 // stronger rule that needs the shape only: no task holds more than
-// kElementsPerTask elements (one unit, a row or a plane, at least). A knob
-// (hand default or tuned) is the preferred size; piece_for_tasks caps it.
-// (The cap divides by one extent only: a split factor that divided by the
-// product of the extents kept Halide's bounds inference busy for many minutes.)
+// max(kElementsPerTask, elements / 256) elements (one unit, a row or a plane,
+// at least; runtime/task_size.h: rule_task_elements). A knob (hand default or
+// tuned) is the preferred size; piece_for_tasks caps it, then evens the pieces
+// out for waves of cores (runtime/task_size.h: even_piece).
 //
 // Two kinds of loops:
 // - The NHWC sums' blocks set the order of the sums, so their size must follow
-//   from the shape alone (the same bits for every thread count): capped at
-//   kElementsPerTask, always.
+//   from the shape alone (the same bits for every thread count, and a
+//   one-worker split phase the fused op's): nhwc_rows_per_block, always.
 // - Every other loop only places work (x_backprop's rows, the NCHW planes and
 //   channel blocks: each channel's sums keep their order whichever task holds
-//   them), so its task size is task_elements(): kElementsPerTask when the
-//   call runs on a caller's runner (fbngrad_set_parallel_for), and on
-//   fbngrad's own pool of P threads as large as still gives a few tasks a
-//   thread (runtime/parallel_runtime.cpp, fbng_task_elements): long
-//   contiguous runs on 2 cores, the rule's tasks for any pool. (The fused op
-//   only; the split phase keeps kElementsPerTask, see task_elements().)
+//   them), so its task size is task_elements(): the rule's when the call runs
+//   on a caller's runner (fbngrad_set_parallel_for), and on fbngrad's own
+//   pool of P threads as large as still gives a few tasks a thread
+//   (runtime/parallel_runtime.cpp, fbng_task_elements): long contiguous runs
+//   on 2 cores, the rule's tasks for any pool. (The fused op only; the split
+//   phase keeps kElementsPerTask, see task_elements().)
+// - The NHWC combine of the blocks' partials: schedule_nhwc_partial_combine.
 constexpr int kElementsPerTask = 16384;
 
-// The preferred piece (rows, planes, channels) of a loop whose units hold
-// `unit_elements` elements each, capped at `task_elements` elements.
-Halide::Expr piece_for_tasks(Halide::Expr preferred, Halide::Expr unit_elements, Halide::Expr task_elements);
+// The piece (rows, planes, channels) of a loop over `units` units of
+// `unit_elements` elements each: the preferred piece, capped at
+// `task_elements` elements, then (the fused op) evened out for waves of cores:
+// runtime/task_size.h, even_piece.
+Halide::Expr piece_for_tasks(const BnGradFuncs &f, Halide::Expr preferred, Halide::Expr unit_elements,
+                             Halide::Expr task_elements, Halide::Expr units);
 
 // The call's task size for loops that only place work (see above): an extern
 // call, evaluated once when the pipeline starts, with the call's user_context.
@@ -83,6 +87,13 @@ Halide::Expr task_elements(const BnGradFuncs &f);
 // The NHWC sums' rows per block (the rfactor split of the rows): the
 // preferred count, capped by the rule with the shape alone.
 Halide::Expr nhwc_rows_per_block(const BnGradFuncs &f, Halide::Expr preferred);
+
+// The CPU schedules' NHWC combine of the sum blocks' partials (f.partial's
+// update, loops c, rso, n after the rfactor of rso): one channel vector a
+// task, in parallel. Serial, it was the time outside the parallel loops (1-8 %
+// of a call, C·S/rows_per_block values) that capped the modelled speed-up on
+// many cores. Each channel still adds its blocks in order: the same bits.
+void schedule_nhwc_partial_combine(BnGradFuncs &f, const Halide::RVar &rso, int vec);
 
 // The CPU schedules' NHWC sum blocks, the rfactor'd stage `blocks` (loops c,
 // rsi, so, n from innermost): parallel over the blocks of rows `so`; small C

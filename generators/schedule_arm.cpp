@@ -36,8 +36,8 @@ void schedule_arm(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
     // Shrunk where they would give too few tasks (schedule.h: the many-core rule).
     const Expr rows_per_block =
         nhwc_rows_per_block(f, k.rows_per_block > 0 ? k.rows_per_block : kDefaultRowsPerBlock);
-    const Expr rows_per_task = piece_for_tasks(k.rows_per_task > 0 ? k.rows_per_task : kDefaultRowsPerTask, f.C,
-                                               task_elements(f));
+    const Expr rows_per_task = piece_for_tasks(f, k.rows_per_task > 0 ? k.rows_per_task : kDefaultRowsPerTask, f.C,
+                                               task_elements(f), f.S);
     const TailStrategy guard = TailStrategy::GuardWithIf;
     Var &c = f.c, &s = f.s, &n = f.n;
 
@@ -72,8 +72,7 @@ void schedule_arm(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
             block.compute_root().vectorize(c, vec, guard);
             schedule_nhwc_block_sums(block.update(), f, rsi, so, nhwc_channel_widths(vec));
 
-            f.partial.compute_root().vectorize(c, vec, guard);
-            f.partial.update().reorder(c, rso, n).vectorize(c, vec, guard);
+            schedule_nhwc_partial_combine(f, rso, vec);
         }
         if (f.computes_outputs()) {
             // x_backprop: parallel over blocks of rows, vectorized over channels.

@@ -39,7 +39,7 @@ void schedule_x86_nchw_one_pass(BnGradFuncs &f, BnGradOutputs &out, int vec, int
     // The blocks only place the work, never the sums' order.
     Var co("co"), ci("ci");
     Expr preferred = clamp(elements_per_task / max(f.S, 1), 1, max(1, (f.C + 1) / 2));
-    Expr planes = piece_for_tasks(preferred, f.S * f.N, task_elements(f));
+    Expr planes = piece_for_tasks(f, preferred, f.S * f.N, task_elements(f), f.C);
     xb.split(c, co, ci, planes, guard).reorder(s, ci, n, co).parallel(co).vectorize(s, vec, guard);
     for (Func g : {out.scale_backprop, out.offset_backprop})
         g.split(c, co, ci, planes, guard).parallel(co).compute_with(xb, co);
@@ -67,7 +67,7 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
     // The blocks change the sums' order with the shape only, never with the thread count.
     const Expr preferred_rows_per_block = k.rows_per_block > 0 ? Expr(k.rows_per_block) : max(256, 65536 / max(f.C, 1));
     const Expr preferred_rows_per_task = k.rows_per_task > 0 ? Expr(k.rows_per_task) : max(64, 16384 / max(f.C, 1));
-    const Expr rows_per_task = piece_for_tasks(preferred_rows_per_task, f.C, task_elements(f));
+    const Expr rows_per_task = piece_for_tasks(f, preferred_rows_per_task, f.C, task_elements(f), f.S);
     const int elements_per_task = k.elements_per_task > 0 ? k.elements_per_task : 16384;
     Var &c = f.c, &s = f.s, &n = f.n;
     const bool one_pass = fuses_passes(f, t, k);
@@ -129,8 +129,7 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
                 schedule_nhwc_block_sums(blocks, f, rsi, so, widths);
             }
 
-            f.partial.compute_root().vectorize(c, vec, guard);
-            f.partial.update().reorder(c, rso, n).vectorize(c, vec, guard);
+            schedule_nhwc_partial_combine(f, rso, vec);
         }
         if (f.computes_outputs()) {
             // x_backprop: parallel over blocks of rows, vectorized over channels.
@@ -151,7 +150,8 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
         // Small planes (7x7 = 49 elements) would make one tiny task each: group
         // planes so that a task covers at least elements_per_task (16K) elements.
         Var cn("cn"), cno("cno"), cni("cni");
-        Expr planes_per_task = piece_for_tasks(max(1, elements_per_task / max(f.S, 1)), f.S, task_elements(f));
+        Expr planes_per_task =
+            piece_for_tasks(f, max(1, elements_per_task / max(f.S, 1)), f.S, task_elements(f), f.C * f.N);
         if (f.computes_sums()) {
             // NCHW: each (c, n) plane is contiguous; sum it with vector lanes along
             // s (rfactor into `lanes`), then add the lanes. (c, n) planes are the

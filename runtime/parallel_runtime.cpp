@@ -129,7 +129,7 @@ void set_parallel_for(fbngrad_parallel_for_fn fn, void *runner_ctx) {
 void install_parallel_runtime() { halide_set_custom_do_par_for(do_par_for); }
 
 int32_t task_elements(const CallContext *call, int64_t elements, int32_t rule_elements) {
-    if (!call || call->runner.fn()) return rule_elements;
+    if (!call || call->runner.fn()) return rule_task_elements(elements, rule_elements);
     return own_pool_task_elements(elements, rule_elements, pool_threads());
 }
 
@@ -141,4 +141,9 @@ void note_pool_threads(int n) { g_pool_threads = n > 0 ? n : 0; }
 extern "C" int32_t fbng_task_elements(void *user_context, int32_t elements, int32_t rule_elements) {
     return fbngrad::runtime::task_elements(static_cast<const fbngrad::runtime::CallContext *>(user_context),
                                            elements, rule_elements);
+}
+
+// Called by the kernels (generators/schedule.cpp: piece_for_tasks), once a call and loop.
+extern "C" int32_t fbng_even_piece(int32_t units, int32_t capped) {
+    return fbngrad::runtime::even_piece(units, capped);
 }

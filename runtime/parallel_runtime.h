@@ -43,7 +43,8 @@ void note_pool_threads(int n);  // n <= 0: Halide's default
 
 struct CallContext;
 // The task size of the kernels' loops that only place work (generators/schedule.h):
-// rule_elements on a caller's runner (or without a call); on fbngrad's own pool,
+// the rule's size (task_size.h: rule_task_elements) on a caller's runner (or
+// without a call); on fbngrad's own pool,
 // at least that and as large as leaves kRunsPerThread tasks a thread. The kernels
 // call it as fbng_task_elements(user_context, elements, rule_elements).
 int32_t task_elements(const CallContext *call, int64_t elements, int32_t rule_elements);

@@ -12,9 +12,39 @@ namespace fbngrad::runtime {
 
 constexpr int kRunsPerThread = 4;
 
+// The many-core rule asks every loop over the tensors for min(256, elements /
+// rule_elements) tasks (generators/schedule.h). Tasks of at most this many
+// elements meet it: rule_elements, or elements / 256 where that is more (then
+// 256 tasks are enough, and larger ones add fewer partial sums and less task
+// overhead). The NHWC sum blocks follow the same rule, written as rows in
+// generators/schedule.cpp (nhwc_rows_per_block).
+constexpr int64_t kRuleMaxTasks = 256;
+
+inline int32_t rule_task_elements(int64_t elements, int32_t rule_elements) {
+    const int64_t per_task = (elements + kRuleMaxTasks - 1) / kRuleMaxTasks;
+    return int32_t(std::min<int64_t>(INT32_MAX, std::max<int64_t>(rule_elements, per_task)));
+}
+
 inline int32_t own_pool_task_elements(int64_t elements, int32_t rule_elements, int threads) {
     const int64_t per_run = elements / (int64_t(kRunsPerThread) * std::max(1, threads));
-    return int32_t(std::min<int64_t>(INT32_MAX, std::max<int64_t>(rule_elements, per_run)));
+    return int32_t(std::min<int64_t>(INT32_MAX, std::max<int64_t>(rule_task_elements(elements, rule_elements), per_run)));
+}
+
+// The piece of a loop over `units` units (rows, channels), given the largest
+// piece the many-core rule allows (`capped`, at least 1): never larger, so
+// never fewer tasks. 32 tasks or more are rounded up to a multiple of 64, so
+// that waves of 16, 32 or 64 cores end full (49 equal tasks keep 64 cores at
+// most 49x busy; 63 tasks, 63x), and the units are shared out equally rather
+// than as full pieces and a short last one. A function of its arguments only:
+// the NHWC sum blocks it sizes must depend on the shape alone. The kernels call
+// it as fbng_even_piece (parallel_runtime.cpp), the tuner's JIT directly: an
+// extern, because the same arithmetic as Halide expressions in a split factor
+// kept the generator's bounds inference busy for many minutes.
+inline int32_t even_piece(int32_t units, int32_t capped) {
+    if (units <= 0 || capped <= 0) return 1;
+    const int64_t tasks = (int64_t(units) + capped - 1) / capped;
+    const int64_t rounded = tasks >= 32 ? (tasks + 63) / 64 * 64 : tasks;
+    return int32_t(std::max<int64_t>(1, (int64_t(units) + rounded - 1) / rounded));
 }
 
 }  // namespace fbngrad::runtime

@@ -51,6 +51,8 @@ int jit_task_elements(void *, int elements, int rule_elements) {
                                                     int(std::thread::hardware_concurrency()));
 }
 
+int jit_even_piece(int units, int capped) { return fbngrad::runtime::even_piece(units, capped); }
+
 }  // namespace
 
 struct JitCandidate::Impl {
@@ -82,7 +84,8 @@ JitCandidate::JitCandidate(const Candidate &c, const Cell &cell, const std::stri
         if (!c.autoscheduler.empty()) impl_->pipeline.apply_autoscheduler(impl_->target, as);
         // The task size the AOT library's runtime gives its own pool (runtime/parallel_runtime.h);
         // under the JIT user_context is Halide's, not a call of fbngrad's.
-        impl_->pipeline.set_jit_externs({{"fbng_task_elements", Halide::JITExtern(jit_task_elements)}});
+        impl_->pipeline.set_jit_externs({{"fbng_task_elements", Halide::JITExtern(jit_task_elements)},
+                                         {"fbng_even_piece", Halide::JITExtern(jit_even_piece)}});
         impl_->pipeline.compile_jit(impl_->target);
     } catch (const Halide::Error &e) {
         throw std::runtime_error("does not compile: " + message(e));
