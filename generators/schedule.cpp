@@ -83,7 +83,9 @@ Expr nhwc_rows_per_block(const BnGradFuncs &f, Expr preferred) {
     // minutes (AVX-512, NHWC).
     Expr rows = max(kElementsPerTask / max(f.C, 1), (f.S + 255) / 256);
     return even_piece(f.S, max(1, min(preferred, rows)));
-}void schedule_nhwc_partial_combine(BnGradFuncs &f, const RVar &rso, int vec) {
+}
+
+void schedule_nhwc_partial_combine(BnGradFuncs &f, const RVar &rso, Expr rows_per_block, int vec) {
     const Var &c = f.c, &n = f.n;
     const TailStrategy guard = TailStrategy::GuardWithIf;
     // 8 channels a task (not AVX-512's 16): C/8 tasks meet the rule for the
@@ -93,7 +95,13 @@ Expr nhwc_rows_per_block(const BnGradFuncs &f, Expr preferred) {
     const int width = std::min(vec, 8);
     Var co("co"), ci("ci");
     f.partial.compute_root().vectorize(c, vec, guard);
-    f.partial.update().split(c, co, ci, width, guard).reorder(ci, rso, co, n).vectorize(ci).parallel(co);
+    Stage combine = f.partial.update();
+    combine.split(c, co, ci, width, guard).reorder(ci, rso, co, n).vectorize(ci);
+    // In parallel only where its values make a task by the rule (16384):
+    // below that it is a few microseconds, less than a parallel loop costs a
+    // call on a framework's pool.
+    Expr blocks = (f.S + rows_per_block - 1) / max(rows_per_block, 1);
+    combine.specialize(blocks * f.C >= kElementsPerTask).parallel(co);
 }
 
 void schedule_nhwc_block_sums(Stage blocks, const BnGradFuncs &f, const RVar &rsi, const Var &so,

@@ -72,7 +72,7 @@ void schedule_arm(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
             block.compute_root().vectorize(c, vec, guard);
             schedule_nhwc_block_sums(block.update(), f, rsi, so, nhwc_channel_widths(vec));
 
-            schedule_nhwc_partial_combine(f, rso, vec);
+            schedule_nhwc_partial_combine(f, rso, rows_per_block, vec);
         }
         if (f.computes_outputs()) {
             // x_backprop: parallel over blocks of rows, vectorized over channels.

@@ -129,7 +129,7 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
                 schedule_nhwc_block_sums(blocks, f, rsi, so, widths);
             }
 
-            schedule_nhwc_partial_combine(f, rso, vec);
+            schedule_nhwc_partial_combine(f, rso, rows_per_block, vec);
         }
         if (f.computes_outputs()) {
             // x_backprop: parallel over blocks of rows, vectorized over channels.
