@@ -81,29 +81,29 @@ Expr nhwc_rows_per_block(const BnGradFuncs &f, Expr preferred) {
     // rule's task size (runtime/task_size.h: rule_task_elements) as rows,
     // written out here: an extern taking C·S kept bounds inference busy for
     // minutes (AVX-512, NHWC).
-    Expr rows = max(kElementsPerTask / max(f.C, 1), (f.S + 255) / 256);
+    Expr rows = max(kElementsPerTask / max(f.C, 1), f.S / 256);
     return even_piece(f.S, max(1, min(preferred, rows)));
 }
 
 void schedule_nhwc_partial_combine(BnGradFuncs &f, const RVar &rso, Expr rows_per_block, int vec) {
     const Var &c = f.c, &n = f.n;
     const TailStrategy guard = TailStrategy::GuardWithIf;
-    // 8 channels a task (not AVX-512's 16): C/8 tasks meet the rule for the
-    // blocks·C values this loop adds while blocks <= 2048 (the default blocks
-    // hold 256 rows or more, so up to 512K rows), and 2 tasks share a cache
-    // line at most.
-    const int width = std::min(vec, 8);
+    // 32 channels a task: two cache lines a block's row, read down the
+    // blocks (8 channels, half a line, measured 0.71-0.78x on 2 cores at
+    // 32,7,7,2048: a line-sized strided walk the prefetchers do not follow).
+    // C/32 tasks meet the rule for the blocks·C values this loop adds while
+    // blocks <= 512 (the catalogue's largest: 448).
+    const int width = 32;
     Var co("co"), ci("ci");
     f.partial.compute_root().vectorize(c, vec, guard);
     Stage combine = f.partial.update();
-    combine.split(c, co, ci, width, guard).reorder(ci, rso, co, n).vectorize(ci);
-    // In parallel only where its values make a task by the rule (16384):
-    // below that it is a few microseconds, less than a parallel loop costs a
-    // call on a framework's pool.
+    combine.split(c, co, ci, width, guard).reorder(ci, rso, co, n).vectorize(ci, std::min(vec, 8), guard);
+    // In parallel only where its values make a task by the rule: below that
+    // it is a few microseconds, less than a parallel loop costs a call on a
+    // framework's pool.
     Expr blocks = (f.S + rows_per_block - 1) / max(rows_per_block, 1);
     combine.specialize(blocks * f.C >= kElementsPerTask).parallel(co);
 }
-
 void schedule_nhwc_block_sums(Stage blocks, const BnGradFuncs &f, const RVar &rsi, const Var &so,
                               const std::vector<int> &widths) {
     const Var &c = f.c, &n = f.n;

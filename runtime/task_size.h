@@ -21,7 +21,7 @@ constexpr int kRunsPerThread = 4;
 constexpr int64_t kRuleMaxTasks = 256;
 
 inline int32_t rule_task_elements(int64_t elements, int32_t rule_elements) {
-    const int64_t per_task = (elements + kRuleMaxTasks - 1) / kRuleMaxTasks;
+    const int64_t per_task = elements / kRuleMaxTasks;  // rounded down: 256 tasks or more
     return int32_t(std::min<int64_t>(INT32_MAX, std::max<int64_t>(rule_elements, per_task)));
 }
 

@@ -270,17 +270,17 @@ TEST_P(EveryVariant, EveryLoopOffersEnoughTasks) {
 }
 
 // The NHWC combine of the sum blocks' partials runs in parallel where its
-// values make a task by the rule: 16 blocks of 1024 channels here, a task a 8
-// (or, SSE4.1's 4-lane vectors, 4) channels. Serial, it capped the modelled
-// speed-up on many cores (docs/threads.md).
+// values make a task by the rule (16384): 64
+// blocks of 1024 channels here, a task a 32 channels. Serial, it capped the
+// modelled speed-up on many cores (docs/threads.md).
 TEST_P(EveryVariant, NhwcCombineIsParallel) {
     if (info().layout != FBNGRAD_NHWC) GTEST_SKIP() << "NCHW has no combine loop";
-    auto t = problem({{2, 8, 16, 1024}, false});
+    auto t = problem({{2, 16, 16, 1024}, false});
     Recorder r;
     fbngrad_set_parallel_for(Recorder::runner, &r);
     run_bits(*t);
     fbngrad_set_parallel_for(nullptr, nullptr);
-    EXPECT_TRUE(std::count(r.loops.begin(), r.loops.end(), 1024 / 8) + std::count(r.loops.begin(), r.loops.end(), 1024 / 4) == 1)
+    EXPECT_EQ(std::count(r.loops.begin(), r.loops.end(), 1024 / 32), 1)
         << t->describe() << ": loops " << testing::PrintToString(r.loops);
 }
 
