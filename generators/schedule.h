@@ -90,7 +90,7 @@ Halide::Expr nhwc_rows_per_block(const BnGradFuncs &f, Halide::Expr preferred);
 
 // The CPU schedules' NHWC combine of the sum blocks' partials (f.partial's
 // update, loops c, rso, n after the rfactor of rso into blocks of
-// rows_per_block rows): 8 channels a task, in parallel where it is large
+// rows_per_block rows): 32 channels a task, in parallel where it is large
 // enough. Serial, it was the time outside the parallel loops (1-8 % of a call,
 // C·S/rows_per_block values) that capped the modelled speed-up on many cores.
 // Each channel still adds its blocks in order: the same bits.
