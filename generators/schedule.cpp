@@ -61,7 +61,9 @@ Expr piece_for_tasks(const BnGradFuncs &f, Expr preferred, Expr unit_elements, E
     Expr capped = max(1, min(preferred, task_elements / max(unit_elements, 1)));
     // Not in the split phase, whose shards may be empty (see task_elements()).
     return f.phase == Phase::Fused ? even_piece(units, capped) : capped;
-}Expr task_elements(const BnGradFuncs &f) {
+}
+
+Expr task_elements(const BnGradFuncs &f) {
     using namespace Halide::Internal;
     // The split phase runs on empty shards too (an apply computes the global
     // scale/offset backprop), and bounds inference, which knows of an extern
@@ -88,10 +90,11 @@ Expr nhwc_rows_per_block(const BnGradFuncs &f, Expr preferred) {
 void schedule_nhwc_partial_combine(BnGradFuncs &f, const RVar &rso, Expr rows_per_block, int vec) {
     const Var &c = f.c, &n = f.n;
     const TailStrategy guard = TailStrategy::GuardWithIf;
-    // 32 channels a task: two cache lines a block's row, read down the
-    // blocks (8 channels, half a line, measured 0.71-0.78x on 2 cores at
-    // 32,7,7,2048: a line-sized strided walk the prefetchers do not follow).
-    // C/32 tasks meet the rule for the blocks·C values this loop adds while
+    // 32 channels a task: two whole cache lines of each block's row, read
+    // down the blocks (8 channels read half a line, and two tasks shared it).
+    // On 2 cores neither width was measurably faster: there the cost is the
+    // blocks' partials themselves (docs/threads.md, the 2-core A/B). C/32
+    // tasks meet the rule for the blocks·C values this loop adds while
     // blocks <= 512 (the catalogue's largest: 448).
     const int width = 32;
     Var co("co"), ci("ci");
@@ -104,6 +107,7 @@ void schedule_nhwc_partial_combine(BnGradFuncs &f, const RVar &rso, Expr rows_pe
     Expr blocks = (f.S + rows_per_block - 1) / max(rows_per_block, 1);
     combine.specialize(blocks * f.C >= kElementsPerTask).parallel(co);
 }
+
 void schedule_nhwc_block_sums(Stage blocks, const BnGradFuncs &f, const RVar &rsi, const Var &so,
                               const std::vector<int> &widths) {
     const Var &c = f.c, &n = f.n;

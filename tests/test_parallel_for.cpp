@@ -233,9 +233,9 @@ TEST_P(EveryVariant, SameBitsOnEveryRunnerAndThreadCount) {
 // combine of the sum blocks' partials (blocks·C values; parallel where those
 // make a task by the rule): the same rule for those values. Where Halide puts
 // it depends on the mode (after the sums in training, last in inference): it
-// is the loop with the fewest tasks, if that is below `want` and no more than
-// one a 4 channels; its blocks are taken as the most tasks of any other loop
-// (at least the sum blocks: a stricter bound).
+// is the loop with the fewest tasks, if that is below `want` and at most one
+// task per 4 channels; its blocks are taken as the most tasks of any other
+// loop (at least the sum blocks: a stricter bound).
 void expect_enough_tasks(const std::vector<int32_t> &loops, const TestProblem &t, int64_t want,
                          const std::string &what) {
     size_t combine = loops.size();
@@ -270,9 +270,9 @@ TEST_P(EveryVariant, EveryLoopOffersEnoughTasks) {
 }
 
 // The NHWC combine of the sum blocks' partials runs in parallel where its
-// values make a task by the rule (16384): 64
-// blocks of 1024 channels here, a task a 32 channels. Serial, it capped the
-// modelled speed-up on many cores (docs/threads.md).
+// values make a task by the rule (16384): 64 blocks of 1024 channels here, a
+// task per 32 channels. Serial, it capped the modelled speed-up on many cores
+// (docs/threads.md).
 TEST_P(EveryVariant, NhwcCombineIsParallel) {
     if (info().layout != FBNGRAD_NHWC) GTEST_SKIP() << "NCHW has no combine loop";
     auto t = problem({{2, 16, 16, 1024}, false});
