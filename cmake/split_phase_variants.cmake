@@ -32,56 +32,37 @@ macro(fbngrad_split_phase_record_cuda)
     endif ()
 endmacro()
 
-macro(fbngrad_add_split_phase_reduce)
-    set(_fbng_name "fbng_reduce_${dt}_${layout}_${isa}")
+# One split-phase variant `_fbng_name` (set by the caller) of generator
+# `generator_name`, with the parameters in the list `_fbng_params`: a library of
+# its own, or the code of the ISA it shares (fbngrad_shared_isa); `inc_line` goes
+# to the X-macro file `inc_var`.
+macro(fbngrad_add_split_phase_variant base_name generator_name inc_var inc_line)
     fbngrad_split_phase_device_outputs()
     fbngrad_shared_isa()  # variants.cmake: FBNGRAD_SHARED_CODE
     if (_fbng_shares)
-        fbngrad_share_code(${_fbng_name} fbng_reduce_${dt}_${layout}_${_fbng_shares} reduce_inc split_hdr
-                           batch_norm_grad_reduce "layout=${layout} y_backprop.type=${hl_type} x.type=${hl_type}")
+        list(JOIN _fbng_params " " _fbng_params_text)
+        fbngrad_share_code(${_fbng_name} ${base_name}_${_fbng_shares} ${inc_var} split_hdr ${generator_name}
+                           "${_fbng_params_text}")
     else ()
-        add_halide_library(
-            ${_fbng_name} FROM ${generator}
-            GENERATOR batch_norm_grad_reduce
-            TARGETS ${target}
-            FEATURES ${FBNGRAD_FEATURES}
-            USE_RUNTIME ${runtime}
-            PARAMS layout=${layout} y_backprop.type=${hl_type} x.type=${hl_type}
-            STMT ${_fbng_name}_stmt
-            ASSEMBLY ${_fbng_name}_asm
-            ${_fbng_device_outputs})
+        fbngrad_add_kernel_library(${_fbng_name} ${generator_name} _fbng_params _fbng_device_outputs split_hdr)
         fbngrad_split_phase_record_cuda()
-        list(APPEND libs ${_fbng_name})
-        string(APPEND split_hdr "#include \"${_fbng_name}.h\"\n")
     endif ()
-    string(APPEND reduce_inc "FBNGRAD_REDUCE_VARIANT(${_fbng_name}, ${dt_enum}, ${layout_enum}, ${isa}, ${device})\n")
+    string(APPEND ${inc_var} "${inc_line}\n")
+endmacro()
+
+macro(fbngrad_add_split_phase_reduce)
+    set(_fbng_name "fbng_reduce_${dt}_${layout}_${isa}")
+    set(_fbng_params layout=${layout} y_backprop.type=${hl_type} x.type=${hl_type})
+    fbngrad_add_split_phase_variant(fbng_reduce_${dt}_${layout} batch_norm_grad_reduce reduce_inc
+        "FBNGRAD_REDUCE_VARIANT(${_fbng_name}, ${dt_enum}, ${layout_enum}, ${isa}, ${device})")
 endmacro()
 
 macro(fbngrad_add_split_phase_apply)
     set(_fbng_name "fbng_apply_${dt}_${layout}_${mode}_${isa}")
-    fbngrad_split_phase_device_outputs()
-    fbngrad_shared_isa()
-    if (_fbng_shares)
-        fbngrad_share_code(${_fbng_name} fbng_apply_${dt}_${layout}_${mode}_${_fbng_shares} apply_inc split_hdr
-                           batch_norm_grad_apply "layout=${layout} training=${training_param} y_backprop.type=${hl_type} x.type=${hl_type} x_backprop.type=${hl_type}")
-    else ()
-        add_halide_library(
-            ${_fbng_name} FROM ${generator}
-            GENERATOR batch_norm_grad_apply
-            TARGETS ${target}
-            FEATURES ${FBNGRAD_FEATURES}
-            USE_RUNTIME ${runtime}
-            PARAMS layout=${layout} training=${training_param}
-                   y_backprop.type=${hl_type} x.type=${hl_type} x_backprop.type=${hl_type}
-            STMT ${_fbng_name}_stmt
-            ASSEMBLY ${_fbng_name}_asm
-            ${_fbng_device_outputs})
-        fbngrad_split_phase_record_cuda()
-        list(APPEND libs ${_fbng_name})
-        string(APPEND split_hdr "#include \"${_fbng_name}.h\"\n")
-    endif ()
-    string(APPEND apply_inc
-           "FBNGRAD_APPLY_VARIANT(${_fbng_name}, ${dt_enum}, ${layout_enum}, ${training}, ${isa}, ${device})\n")
+    set(_fbng_params layout=${layout} training=${training_param}
+                     y_backprop.type=${hl_type} x.type=${hl_type} x_backprop.type=${hl_type})
+    fbngrad_add_split_phase_variant(fbng_apply_${dt}_${layout}_${mode} batch_norm_grad_apply apply_inc
+        "FBNGRAD_APPLY_VARIANT(${_fbng_name}, ${dt_enum}, ${layout_enum}, ${training}, ${isa}, ${device})")
 endmacro()
 
 macro(fbngrad_write_split_phase_manifests)

@@ -78,21 +78,11 @@ macro(fbngrad_add_tuned_variants)
             set(_fbng_auto AUTOSCHEDULER Halide::${_fbng_as})
             list(APPEND _fbng_params autoscheduler.parallelism=2)
         endif ()
-        add_halide_library(
-            ${_fbng_tname} FROM ${generator}
-            GENERATOR fused_batch_norm_grad
-            TARGETS ${target}
-            FEATURES ${FBNGRAD_FEATURES}
-            USE_RUNTIME ${runtime}
-            ${_fbng_auto}
-            PARAMS layout=${layout} training=${training_param}
-                   y_backprop.type=${hl_type} x.type=${hl_type} x_backprop.type=${hl_type} ${_fbng_params}
-            STMT ${_fbng_tname}_stmt
-            ASSEMBLY ${_fbng_tname}_asm)
-        list(APPEND libs ${_fbng_tname})
+        set(_fbng_all_params layout=${layout} training=${training_param}
+                             y_backprop.type=${hl_type} x.type=${hl_type} x_backprop.type=${hl_type} ${_fbng_params})
+        fbngrad_add_kernel_library(${_fbng_tname} fused_batch_norm_grad _fbng_all_params _fbng_auto hdr)
         string(APPEND tuned_inc "FBNGRAD_TUNED_VARIANT(${_fbng_tname}, ${dt_enum}, ${layout_enum}, ${training}, "
                                 "${isa}, ${device}, \"${_fbng_classlist}\")\n")
-        string(APPEND hdr "#include \"${_fbng_tname}.h\"\n")
         message(STATUS "fbngrad: tuned variant ${_fbng_tname}: ${_fbng_params}")
     endforeach ()
 endmacro()

@@ -183,6 +183,27 @@ macro(fbngrad_shared_isa)
     endforeach ()
 endmacro()
 
+# One variant's Halide library: the generator run for this row's target with
+# the parameters in the list variable `params_var` and the further
+# add_halide_library arguments in `extra_var` (DEVICE_CODE ..., AUTOSCHEDULER
+# ...), the library added to `libs` and its header included in `hdr_var`.
+# Being a macro, it reads fbngrad_add_variants' `generator`, `target` and
+# `runtime`, and leaves Halide's ${lib_name}_stmt (and _ptx, _cstmt) there.
+macro(fbngrad_add_kernel_library lib_name generator_name params_var extra_var hdr_var)
+    add_halide_library(
+        ${lib_name} FROM ${generator}
+        GENERATOR ${generator_name}
+        TARGETS ${target}
+        FEATURES ${FBNGRAD_FEATURES}
+        USE_RUNTIME ${runtime}
+        PARAMS ${${params_var}}
+        STMT ${lib_name}_stmt
+        ASSEMBLY ${lib_name}_asm
+        ${${extra_var}})
+    list(APPEND libs ${lib_name})
+    string(APPEND ${hdr_var} "#include \"${lib_name}.h\"\n")
+endmacro()
+
 # Variant `alias` takes the kernel of `base` (fbngrad_shared_isa): no library
 # of its own; the generated header maps its name to base's function, a comment
 # line of the X-macro file (`inc_var`) says so for tests/check_vectorized.py,
@@ -245,18 +266,7 @@ function(fbngrad_add_variants generator gen_dir runtime out_libs)
                         fbngrad_share_code(${name} fbng_${dt}_${layout}_${mode}_${_fbng_shares} inc hdr
                                            fused_batch_norm_grad "${_fbng_params}")
                     else ()
-                        add_halide_library(
-                            ${name} FROM ${generator}
-                            GENERATOR fused_batch_norm_grad
-                            TARGETS ${target}
-                            FEATURES ${FBNGRAD_FEATURES}
-                            USE_RUNTIME ${runtime}
-                            PARAMS ${params}
-                            STMT ${name}_stmt
-                            ASSEMBLY ${name}_asm
-                            ${device_outputs})
-                        list(APPEND libs ${name})
-                        string(APPEND hdr "#include \"${name}.h\"\n")
+                        fbngrad_add_kernel_library(${name} fused_batch_norm_grad params device_outputs hdr)
                     endif ()
                     string(APPEND inc "FBNGRAD_VARIANT(${name}, ${dt_enum}, ${layout_enum}, ${training}, ${isa}, ${device})\n")
                     fbngrad_add_tuned_variants()
