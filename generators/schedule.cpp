@@ -77,13 +77,19 @@ Expr task_elements(const BnGradFuncs &f) {
                       {user_context_value(), f.C * f.S * f.N, Expr(kElementsPerTask)}, Call::PureExtern);
 }
 
-Expr nhwc_rows_per_block(const BnGradFuncs &f, Expr preferred) {
+Expr nhwc_rows_per_block(const BnGradFuncs &f, Expr preferred, bool strips) {
     // The shape alone (no user_context): the same blocks on every runner, and
     // in every phase (a one-worker split phase gives the fused op's bits). The
     // rule's task size (runtime/task_size.h: rule_task_elements) as rows,
     // written out here: an extern taking C·S kept bounds inference busy for
     // minutes (AVX-512, NHWC).
-    Expr rows = max(kElementsPerTask / max(f.C, 1), f.S / 256);
+    // Rows for the narrowest strip of channels (schedule_nhwc_block_sums), not
+    // for whole rows: above kStripChannels channels part of the rule's tasks
+    // come from strips, and the blocks keep more rows (32,7,7,2048: 25 rows,
+    // not 7, a third of the partials to zero, write and add; 32,14,14,1024:
+    // 33, not 20). At most kStripChannels channels: whole rows, as before.
+    Expr strip = strips ? min(max(f.C, 1), kStripChannels) : max(f.C, 1);
+    Expr rows = max(kElementsPerTask / strip, (f.S / 256) * max(f.C, 1) / strip);
     return even_piece(f.S, max(1, min(preferred, rows)));
 }
 
@@ -109,10 +115,35 @@ void schedule_nhwc_partial_combine(BnGradFuncs &f, const RVar &rso, Expr rows_pe
 }
 
 void schedule_nhwc_block_sums(Stage blocks, const BnGradFuncs &f, const RVar &rsi, const Var &so,
-                              const std::vector<int> &widths) {
+                              Expr rows_per_block, Expr task_elements, const std::vector<int> &widths) {
     const Var &c = f.c, &n = f.n;
     const TailStrategy guard = TailStrategy::GuardWithIf;
-    blocks.reorder(c, rsi, so, n).parallel(so);
+    blocks.reorder(c, rsi, so, n);
+    // More channels than a strip: each task sums a strip of channels over a
+    // block's rows (runtime/task_size.h, strip_channels), so the tasks meet the
+    // rule with blocks of many rows. Whole rows where they fit a task (fbngrad's
+    // own pool on few cores). Only the work's placement: the same bits.
+    {
+        using namespace Halide::Internal;
+        Expr width = Call::make(Int(32), "fbng_strip_channels",
+                                {f.C, rows_per_block, task_elements, Expr(kStripChannels)}, Call::PureExtern);
+        // Split into vectors first, then the vectors into strips: a strip's
+        // end is then a loop bound, not a masked vector. (Split the other way,
+        // the last strip's masked-off vectors past C seemingly still took
+        // their cache lines, which the next block's task was writing on another core:
+        // with 64-channel strips, 8,14,14,96 ran 6x slower on 2 threads than
+        // on 1, on Zen 3.)
+        const int lanes = std::min(widths.front(), kStripChannels);
+        Var cv("cv"), cl("cl"), cs("cs"), cvi("cvi"), task("so_strip");
+        blocks.specialize(f.C > kStripChannels)
+            .split(c, cv, cl, lanes, guard)
+            .split(cv, cs, cvi, max(1, (width + lanes - 1) / lanes), guard)
+            .reorder(cl, cvi, rsi, cs, so, n)
+            .fuse(cs, so, task)
+            .parallel(task)
+            .vectorize(cl);
+    }
+    blocks.parallel(so);
     specialize_nhwc_row_sums(blocks, f, rsi, so, widths);
     for (size_t i = 0; i + 1 < widths.size(); ++i)
         blocks.specialize(f.C >= widths[i]).vectorize(c, widths[i], guard);

@@ -85,8 +85,10 @@ Halide::Expr piece_for_tasks(const BnGradFuncs &f, Halide::Expr preferred, Halid
 Halide::Expr task_elements(const BnGradFuncs &f);
 
 // The NHWC sums' rows per block (the rfactor split of the rows): the
-// preferred count, capped by the rule with the shape alone.
-Halide::Expr nhwc_rows_per_block(const BnGradFuncs &f, Halide::Expr preferred);
+// preferred count, capped by the rule with the shape alone. `strips`: the
+// blocks are summed by schedule_nhwc_block_sums, which splits wide rows into
+// strips of channels (else each task is a block of whole rows).
+Halide::Expr nhwc_rows_per_block(const BnGradFuncs &f, Halide::Expr preferred, bool strips);
 
 // The CPU schedules' NHWC combine of the sum blocks' partials (f.partial's
 // update, loops c, rso, n after the rfactor of rso into blocks of
@@ -97,11 +99,22 @@ Halide::Expr nhwc_rows_per_block(const BnGradFuncs &f, Halide::Expr preferred);
 void schedule_nhwc_partial_combine(BnGradFuncs &f, const Halide::RVar &rso, Halide::Expr rows_per_block, int vec);
 
 // The CPU schedules' NHWC sum blocks, the rfactor'd stage `blocks` (loops c,
-// rsi, so, n from innermost): parallel over the blocks of rows `so`; small C
-// in registers (specialize_nhwc_row_sums), the rest vectorized over channels
-// with `widths` (widest first).
+// rsi, so, n from innermost): parallel over the blocks of rows `so`, and above
+// kStripChannels channels over strips of channels too; small C in registers
+// (specialize_nhwc_row_sums), the rest vectorized over channels with `widths`
+// (widest first). `task_elements`: the pipeline's task_elements(f) (one
+// Expr a pipeline: each call of task_elements() makes a user_context
+// parameter of its own, and Halide refuses two).
 void schedule_nhwc_block_sums(Halide::Stage blocks, const BnGradFuncs &f, const Halide::RVar &rsi,
-                              const Halide::Var &so, const std::vector<int> &widths);
+                              const Halide::Var &so, Halide::Expr rows_per_block, Halide::Expr task_elements,
+                              const std::vector<int> &widths);
+
+// The narrowest strip of channels an NHWC sum task holds: 2 KB of float32 a
+// row, long enough for the prefetchers (a multiple of every CPU target's
+// vector width). On 2 Zen 3 cores, strips of 64 and 256 channels made
+// 32,7,7,512 and 32,7,7,2048 0.63-0.77x the build before the many-core rule;
+// 512, 0.88-1.00x (docs/threads.md).
+constexpr int kStripChannels = 512;
 
 // The name of a parallel loop that a schedule makes scalar on purpose (NHWC,
 // C below the narrowest vector): tests/check_vectorized.py lets exactly the

@@ -35,9 +35,10 @@ void schedule_arm(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
     const int vec = t.natural_vector_size<float>() * multiple;
     // Shrunk where they would give too few tasks (schedule.h: the many-core rule).
     const Expr rows_per_block =
-        nhwc_rows_per_block(f, k.rows_per_block > 0 ? k.rows_per_block : kDefaultRowsPerBlock);
+        nhwc_rows_per_block(f, k.rows_per_block > 0 ? k.rows_per_block : kDefaultRowsPerBlock, true);
+    const Expr call_task_elements = task_elements(f);
     const Expr rows_per_task = piece_for_tasks(f, k.rows_per_task > 0 ? k.rows_per_task : kDefaultRowsPerTask, f.C,
-                                               task_elements(f), f.S);
+                                               call_task_elements, f.S);
     const TailStrategy guard = TailStrategy::GuardWithIf;
     Var &c = f.c, &s = f.s, &n = f.n;
 
@@ -70,7 +71,8 @@ void schedule_arm(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
             f.partial.update().split(f.rs.x, rso, rsi, rows_per_block);
             Func block = f.partial.update().rfactor(rso, so);
             block.compute_root().vectorize(c, vec, guard);
-            schedule_nhwc_block_sums(block.update(), f, rsi, so, nhwc_channel_widths(vec));
+            schedule_nhwc_block_sums(block.update(), f, rsi, so, rows_per_block, call_task_elements,
+                                     nhwc_channel_widths(vec));
 
             schedule_nhwc_partial_combine(f, rso, rows_per_block, vec);
         }

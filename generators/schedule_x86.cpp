@@ -67,7 +67,8 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
     // The blocks change the sums' order with the shape only, never with the thread count.
     const Expr preferred_rows_per_block = k.rows_per_block > 0 ? Expr(k.rows_per_block) : max(256, 65536 / max(f.C, 1));
     const Expr preferred_rows_per_task = k.rows_per_task > 0 ? Expr(k.rows_per_task) : max(64, 16384 / max(f.C, 1));
-    const Expr rows_per_task = piece_for_tasks(f, preferred_rows_per_task, f.C, task_elements(f), f.S);
+    const Expr call_task_elements = task_elements(f);
+    const Expr rows_per_task = piece_for_tasks(f, preferred_rows_per_task, f.C, call_task_elements, f.S);
     const int elements_per_task = k.elements_per_task > 0 ? k.elements_per_task : 16384;
     Var &c = f.c, &s = f.s, &n = f.n;
     const bool one_pass = fuses_passes(f, t, k);
@@ -99,7 +100,7 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
         // (8 and 4 float lanes) that C still fills. The lanes stay channels,
         // so every specialization sums in the same order (same bits).
         const std::vector<int> widths = nhwc_channel_widths(vec);
-        const Expr rows_per_block = nhwc_rows_per_block(f, preferred_rows_per_block);
+        const Expr rows_per_block = nhwc_rows_per_block(f, preferred_rows_per_block, !one_pass);
         Var scalar_loop(kScalarLoopName);
         auto vectorize_channels = [&](Stage st) {
             for (size_t i = 0; i + 1 < widths.size(); ++i)
@@ -126,7 +127,7 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
                 // any C) was tried: 1.25-1.66x slower in the tuner's dram screening.
                 blocks.reorder(c, rsi, so, n).parallel(so).vectorize(c, vec, guard);
             } else {
-                schedule_nhwc_block_sums(blocks, f, rsi, so, widths);
+                schedule_nhwc_block_sums(blocks, f, rsi, so, rows_per_block, call_task_elements, widths);
             }
 
             schedule_nhwc_partial_combine(f, rso, rows_per_block, vec);

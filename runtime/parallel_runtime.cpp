@@ -147,3 +147,8 @@ extern "C" int32_t fbng_task_elements(void *user_context, int32_t elements, int3
 extern "C" int32_t fbng_even_piece(int32_t units, int32_t capped) {
     return fbngrad::runtime::even_piece(units, capped);
 }
+
+// Called by the kernels (generators/schedule.cpp: schedule_nhwc_block_sums), once a call.
+extern "C" int32_t fbng_strip_channels(int32_t channels, int32_t rows, int32_t task_elements, int32_t align) {
+    return fbngrad::runtime::strip_channels(channels, rows, task_elements, align);
+}

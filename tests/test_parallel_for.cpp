@@ -145,13 +145,17 @@ struct Shape {
     bool inverse_std;
 };
 
-// Each below, at and above the NHWC strip width (256 channels) and the task
-// size (16384 elements), with many tasks (262144 elements: 16 at least), and
-// small enough for the suite under qemu (the AArch64 stage).
+// Each below, at and above the NHWC sum strips' width (generators/schedule.h,
+// kStripChannels: 512; 1024 and 513 are split into strips on a runner, and
+// summed as whole rows on fbngrad's own pool with one thread, whose tasks are
+// larger: the same bits either way) and the task size (16384 elements), with
+// many tasks (262144 elements: 16 at least), and small enough for the suite
+// under qemu (the AArch64 stage).
 std::vector<Shape> shapes(fbngrad_layout l) {
     if (l == FBNGRAD_NHWC)
         return {{{2, 8, 16, 1024}, false}, {{8, 28, 28, 32}, true}, {{2, 9, 9, 5}, false},
-                {{3, 7, 7, 257}, false},   {{1, 1, 64, 256}, true}};
+                {{3, 7, 7, 257}, false},   {{1, 1, 64, 256}, true}, {{1, 4, 32, 513}, false},
+                {{1, 2, 32, 512}, true}};
     return {{{8, 128, 16, 16}, false}, {{8, 64, 14, 14}, true}, {{4, 3, 56, 56}, false},
             {{16, 40, 7, 7}, false},   {{1, 1, 1, 1}, true}};
 }
@@ -271,11 +275,12 @@ TEST_P(EveryVariant, EveryLoopOffersEnoughTasks) {
 
 // The NHWC combine of the sum blocks' partials runs in parallel where its
 // values make a task by the rule (16384): 64 blocks of 1024 channels here, a
-// task per 32 channels. Serial, it capped the modelled speed-up on many cores
+// task per 32 channels (and no other loop of 32 tasks: the sums and x_backprop
+// have 64). Serial, it capped the modelled speed-up on many cores
 // (docs/threads.md).
 TEST_P(EveryVariant, NhwcCombineIsParallel) {
     if (info().layout != FBNGRAD_NHWC) GTEST_SKIP() << "NCHW has no combine loop";
-    auto t = problem({{2, 16, 16, 1024}, false});
+    auto t = problem({{4, 16, 16, 1024}, false});
     Recorder r;
     fbngrad_set_parallel_for(Recorder::runner, &r);
     run_bits(*t);

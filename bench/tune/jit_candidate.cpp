@@ -53,6 +53,10 @@ int jit_task_elements(void *, int elements, int rule_elements) {
 
 int jit_even_piece(int units, int capped) { return fbngrad::runtime::even_piece(units, capped); }
 
+int jit_strip_channels(int channels, int rows, int task_elements, int align) {
+    return fbngrad::runtime::strip_channels(channels, rows, task_elements, align);
+}
+
 }  // namespace
 
 struct JitCandidate::Impl {
@@ -85,7 +89,8 @@ JitCandidate::JitCandidate(const Candidate &c, const Cell &cell, const std::stri
         // The task size the AOT library's runtime gives its own pool (runtime/parallel_runtime.h);
         // under the JIT user_context is Halide's, not a call of fbngrad's.
         impl_->pipeline.set_jit_externs({{"fbng_task_elements", Halide::JITExtern(jit_task_elements)},
-                                         {"fbng_even_piece", Halide::JITExtern(jit_even_piece)}});
+                                         {"fbng_even_piece", Halide::JITExtern(jit_even_piece)},
+                                         {"fbng_strip_channels", Halide::JITExtern(jit_strip_channels)}});
         impl_->pipeline.compile_jit(impl_->target);
     } catch (const Halide::Error &e) {
         throw std::runtime_error("does not compile: " + message(e));

@@ -1,0 +1,82 @@
+// runtime/task_size.h: the arithmetic that sizes the kernels' tasks (the
+// many-core rule, generators/schedule.h). Checked against its promises, on
+// every size around its thresholds, not against copied numbers.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "task_size.h"
+
+using namespace fbngrad::runtime;
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+TEST(TaskSize, RuleTaskElementsGivesTheRulesTaskCount) {
+    for (int64_t elements : {int64_t(1), int64_t(16383), int64_t(16384), int64_t(16385), int64_t(4194303),
+                             int64_t(4194304), int64_t(4194560), int64_t(6422528), int64_t(1) << 31}) {
+        const int64_t per_task = rule_task_elements(elements, 16384);
+        EXPECT_GE(per_task, 16384) << elements;
+        // At least min(256, elements / 16384) tasks of that size.
+        const int64_t want = std::max<int64_t>(1, std::min<int64_t>(256, elements / 16384));
+        EXPECT_GE(ceil_div(elements, per_task), want) << elements;
+    }
+}
+
+TEST(TaskSize, OwnPoolTasksAreNeverSmallerThanTheRules) {
+    for (int threads : {0, 1, 2, 16, 128})
+        for (int64_t elements : {int64_t(1000), int64_t(1) << 20, int64_t(1) << 26})
+            EXPECT_GE(own_pool_task_elements(elements, 16384, threads), rule_task_elements(elements, 16384));
+}
+
+TEST(TaskSize, EvenPieceNeverGivesFewerTasksAndEvensThemOut) {
+    for (int32_t units : {1, 2, 7, 31, 32, 33, 49, 63, 64, 65, 196, 1568, 6272, 100352})
+        for (int32_t capped : {1, 2, 3, 8, 24, 25, 32, 64, 256, 100000}) {
+            const int32_t piece = even_piece(units, capped);
+            ASSERT_GE(piece, 1);
+            EXPECT_LE(piece, capped) << units << " units, cap " << capped;
+            const int64_t tasks = ceil_div(units, piece), asked = ceil_div(units, capped);
+            EXPECT_GE(tasks, asked) << units << " units, cap " << capped;
+            // Evened: the units shared equally among the tasks asked for, 32 or
+            // more rounded up to a multiple of 64 (waves of 16, 32, 64 cores).
+            const int64_t shared = asked >= 32 ? ceil_div(asked, 64) * 64 : asked;
+            EXPECT_EQ(piece, ceil_div(units, shared)) << units << " units, cap " << capped;
+            EXPECT_LE(tasks, shared) << units << " units, cap " << capped;
+        }
+    EXPECT_EQ(even_piece(0, 5), 1);
+    EXPECT_EQ(even_piece(5, 0), 1);
+}
+
+TEST(TaskSize, StripChannelsFitTheTaskOrTakeTheNarrowestStrip) {
+    const int32_t align = 512;
+    for (int32_t channels : {1, 64, 511, 512, 513, 768, 1000, 1024, 1025, 2048, 4096})
+        for (int32_t rows : {1, 7, 32, 48, 224, 256})
+            for (int32_t task : {16384, 25088, 65536, 1 << 22}) {
+                const int32_t w = strip_channels(channels, rows, task, align);
+                SCOPED_TRACE(testing::Message() << channels << " channels, " << rows << " rows, task " << task);
+                ASSERT_GE(w, 1);
+                ASSERT_LE(w, channels);
+                if (int64_t(rows) * channels <= task) {
+                    EXPECT_EQ(w, channels);  // whole rows where they fit
+                    continue;
+                }
+                if (w == channels) {
+                    // Whole rows only where no narrower strip fits the task better.
+                    EXPECT_LE(channels, std::max<int64_t>(align, int64_t(task) / rows / align * align));
+                    continue;
+                }
+                EXPECT_EQ(w % align, 0);  // strip boundaries on whole vectors and cache lines
+                // No wider than fits the task, unless it is the narrowest strip.
+                EXPECT_TRUE(w == align || int64_t(w) * rows <= task);
+                // Evened out: the last strip is not a sliver beside full ones.
+                const int64_t strips = ceil_div(channels, w);
+                EXPECT_GT(channels - (strips - 1) * w, 0);
+                EXPECT_EQ(strips, ceil_div(channels, std::max<int64_t>(align, int64_t(task) / rows / align * align)));
+            }
+    EXPECT_EQ(strip_channels(0, 10, 16384, 512), 1);
+    EXPECT_EQ(strip_channels(100, 0, 16384, 512), 100);
+}
+
+}  // namespace
