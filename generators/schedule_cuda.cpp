@@ -69,82 +69,84 @@ int sums_unroll(const BnGradFuncs &f) {
     return f.storage_bits == 16 ? kHalfSumsLoadsInFlight : kSumsLoadsInFlight;
 }
 
-// A per-channel stage (c innermost, possibly with a serial reduction inside):
-// one thread per channel, a warp of consecutive channels per block, every
-// other pure dimension fused into the block index.
-void per_channel(Stage st, const Var &c, const std::vector<Var> &others) {
-    Var co("co"), ci("ci");
-    st.split(c, co, ci, kWarp, kGuard);
-    Var blk = co;
-    for (const Var &o : others) {
-        Var fused(blk.name() + "_" + o.name());
-        st.fuse(blk, o, fused);
-        blk = fused;
-    }
-    st.gpu_blocks(blk).gpu_threads(ci);
-}
-
 // A shared-memory stage inside a block: its channels (at most kWarp there)
-// and `t` become the block's threads, x and y; `inner` (a serial reduction)
-// runs inside each thread, `outer` (pure dims of extent 1 there) outside.
-void block_threads(Stage st, const Var &c, const Var &t, std::vector<VarOrRVar> inner,
+// and `t` (if given) become the block's threads, x and y; `inner` (a serial
+// reduction) runs inside each thread, `outer` (pure dims of extent 1 there,
+// or a serial loop of the block) outside.
+void block_threads(Stage st, const Var &c, const Var *t, std::vector<VarOrRVar> inner,
                    const std::vector<VarOrRVar> &outer) {
     Var lco("lco"), lci("lci");
     st.split(c, lco, lci, kWarp, kGuard);
     std::vector<VarOrRVar> order = std::move(inner);
-    order.insert(order.end(), {lci, t, lco});
+    order.push_back(lci);
+    if (t) order.push_back(*t);
+    order.push_back(lco);
     order.insert(order.end(), outer.begin(), outer.end());
-    st.reorder(order).gpu_threads(lci, t);
+    st.reorder(order);
+    if (t)
+        st.gpu_threads(lci, *t);
+    else
+        st.gpu_threads(lci);
 }
 
-void schedule_sums_nhwc(BnGradFuncs &f) {
+// Kernel 1, NHWC: the sums of chunks of kChunkRows rows. Returns the Func
+// that holds them (chunk(c, n, u), a global buffer), which kernel 2 adds.
+void schedule_chunk_sums_nhwc(BnGradFuncs &f) {
     Var &c = f.c, &n = f.n;
-    Var u("u"), t("t"), v("v"), co("co"), ci("ci"), cn("cn"), blk("blk");
-    RVar rso("rso"), rsi("rsi"), rsk("rsk"), rst("rst"), rsoo("rsoo"), rsoi("rsoi");
+    Var u("u"), t("t"), co("co"), ci("ci"), cn("cn"), blk("blk");
+    RVar rso("rso"), rsi("rsi"), rsk("rsk"), rst("rst");
 
-    // Row s = u*kChunkRows + rsk*kRowThreads + rst: chunk(c, n, u) sums chunk u;
-    // lanes(c, n, u, t) is thread t's share, rows t, t + 8, ...: in each step
-    // the block's warps read 8 consecutive rows, 32 consecutive channels each.
+    // Row s = u*kChunkRows + rsk*kRowThreads + rst: chunk(c, n, u) sums chunk
+    // u; lanes(c, n, u, t) is thread t's share, rows t, t + 8, ...: in each
+    // step the block's warps read 8 consecutive rows, 32 consecutive channels
+    // each. The kernel is chunk's wrapper (chunk.in()), one block per chunk of
+    // 32 channels, and chunk's zeroing and its sum run inside each block: at
+    // root, chunk's pure and update definitions would be a kernel each.
     f.partial.update().split(f.rs.x, rso, rsi, kChunkRows);
     Func chunk = f.partial.update().rfactor(rso, u);
     chunk.update().split(rsi, rsk, rst, kRowThreads);
     Func lanes = chunk.update().rfactor(rst, t);
+    Func chunks = chunk.in();
 
-    chunk.compute_root();
-    per_channel(chunk, c, {n, u});
-    chunk.update()
+    chunks.compute_root()
         .split(c, co, ci, kWarp, kGuard)
-        .reorder(rst, ci, co, n, u)
         .fuse(co, n, cn)
         .fuse(cn, u, blk)
         .gpu_blocks(blk)
         .gpu_threads(ci);
-    // bound_storage: a constant shared allocation (else the host loops over
+    // bound_storage: constant shared allocations (else the host loops over
     // every block to size the last, partial, channel tile).
-    lanes.compute_at(chunk, blk).bound_storage(c, kWarp);
-    block_threads(lanes, c, t, {}, {n, u});
-    block_threads(lanes.update(), c, t, {rsk}, {n, u});
+    chunk.compute_at(chunks, blk).bound_storage(c, kWarp);
+    block_threads(chunk, c, nullptr, {}, {n, u});
+    block_threads(chunk.update(), c, nullptr, {rst}, {n, u});
+    lanes.compute_at(chunks, blk).bound_storage(c, kWarp);
+    block_threads(lanes, c, &t, {}, {n, u});
+    block_threads(lanes.update(), c, &t, {rsk}, {n, u});
     lanes.update().unroll(rsk, sums_unroll(f));  // loads in flight per thread
-
-    // partial(c, n) = the chunks of channel c, chunk u = rsoo*kChunkLanes + rsoi:
-    // kChunkLanes threads per channel add every kChunkLanes-th chunk (lanes2),
-    // then one thread per channel adds those in order.
-    f.partial.update().split(rso, rsoo, rsoi, kChunkLanes);
-    Func lanes2 = f.partial.update().rfactor(rsoi, v);
-    f.partial.compute_root();
-    per_channel(f.partial, c, {n});
-    f.partial.update()
-        .split(c, co, ci, kWarp, kGuard)
-        .reorder(rsoi, ci, co, n)
-        .fuse(co, n, blk)
-        .gpu_blocks(blk)
-        .gpu_threads(ci);
-    lanes2.compute_at(f.partial, blk).bound_storage(c, kWarp);
-    block_threads(lanes2, c, v, {}, {n});
-    block_threads(lanes2.update(), c, v, {rsoo}, {n});
 }
 
-void schedule_sums_nchw(BnGradFuncs &f) {
+// Kernel 2, NHWC: partial(c, n), the chunks of channel c added, computed
+// inside kernel 2's blocks (32 channels a block) for each n of the sum over
+// n (sums.update()'s loop `rn`, extent 1 in NHWC). Chunk u = rsoo*kChunkLanes
+// + rsoi: kChunkLanes threads per channel add every kChunkLanes-th chunk
+// (lanes2), then one thread per channel adds those in order.
+void schedule_chunk_combine_nhwc(BnGradFuncs &f) {
+    Var &c = f.c, &n = f.n;
+    Var v("v");
+    RVar rso("rso"), rsoo("rsoo"), rsoi("rsoi");
+    RVar rn(f.rn.x);
+    f.partial.update().split(rso, rsoo, rsoi, kChunkLanes);
+    Func lanes2 = f.partial.update().rfactor(rsoi, v);
+    f.partial.compute_at(f.sums, rn).bound_storage(c, kWarp);
+    block_threads(f.partial, c, nullptr, {}, {n});
+    block_threads(f.partial.update(), c, nullptr, {rsoi}, {n});
+    lanes2.compute_at(f.sums, rn).bound_storage(c, kWarp);
+    block_threads(lanes2, c, &v, {}, {n});
+    block_threads(lanes2.update(), c, &v, {rsoo}, {n});
+}
+
+// Kernel 1, NCHW: partial(c, n), the sum of plane (c, n), one block per plane.
+void schedule_plane_sums_nchw(BnGradFuncs &f) {
     Var &c = f.c, &n = f.n;
     Var u("u"), t("t");
     RVar rso("rso"), rsi("rsi"), rsk("rsk"), rst("rst");
@@ -160,17 +162,20 @@ void schedule_sums_nchw(BnGradFuncs &f) {
     // threads: 4 planes a block (64 x 4 threads) was slower on every shape;
     // 8 planes of 32 threads 1.5x faster on 7x7 and 14x14 planes and 1.4x
     // slower on 56x56 and 112x112.
+    // The kernel is partial's wrapper (partial.in()): partial's zeroing and
+    // its sum run inside each block (at root they were a kernel each).
     f.partial.update().split(f.rs.x, rso, rsi, kPlaneChunk);
     Func chunk = f.partial.update().rfactor(rso, u);
     chunk.update().split(rsi, rsk, rst, kPlaneThreads);
     Func lanes = chunk.update().rfactor(rst, t);
+    Func planes = f.partial.in();
 
-    f.partial.compute_root();
-    per_channel(f.partial, c, {n});
     // The channel is a block dimension of its own (blockIdx.y, so C <= 65535):
     // fused into blockIdx.x it would lose, for bounds inference, being one
     // value per block, and the shared buffers would be sized for every channel.
-    f.partial.update().reorder(rso, n, c).gpu_blocks(n, c);
+    planes.compute_root().reorder(n, c).gpu_blocks(n, c);
+    f.partial.compute_at(planes, n);
+    f.partial.update().reorder(rso, n, c);
     // chunk's loops as one thread's loop (u has extent 1 here): else every
     // step of the partials' sum is a section of its own, between barriers.
     chunk.compute_at(f.partial, rso).gpu_threads(u);
@@ -188,29 +193,49 @@ void schedule_cuda(BnGradFuncs &f, BnGradOutputs &out, const Target &t) {
     if (!t.has_feature(Target::CUDA) && !t.has_feature(Target::OpenCL))
         throw CompileError("fbngrad's GPU schedule is for CUDA (and OpenCL, for tests), not " + t.to_string());
     Var &c = f.c, &s = f.s, &n = f.n;
+    Var co("co"), ci("ci");
 
+    // Kernel 1: the partial sums over a fixed chunking.
     if (f.computes_sums()) {
         if (f.layout == Layout::NHWC)
-            schedule_sums_nhwc(f);
+            schedule_chunk_sums_nhwc(f);
         else
-            schedule_sums_nchw(f);
-        f.sums.compute_root();
-        per_channel(f.sums, c, {});
-        per_channel(f.sums.update(), c, {});  // over n, in order
+            schedule_plane_sums_nchw(f);
     }
-    if (f.phase == Phase::Reduce) {
-        per_channel(out.sum_dy, c, {});
-        per_channel(out.sum_dyxc, c, {});
+
+    // Kernel 2: every per-channel stage in one kernel, 32 channels a block:
+    // the outputs of the phase (scale/offset_backprop, or the Reduce phase's
+    // sum_dy/sum_dyxc) and x_backprop's coefficients (coef), fused into one
+    // loop nest (compute_with: they match by the loop name `co`); the sums
+    // computed inside each block for its channels. Reduce: 2 kernels, Apply
+    // (the sums are its inputs): 2, Fused: 3 with x_backprop.
+    std::vector<Func> finals;
+    if (f.phase == Phase::Reduce)
+        finals = {out.sum_dy, out.sum_dyxc};
+    else
+        finals = {out.scale_backprop, out.offset_backprop, f.coef};
+    for (size_t i = 0; i < finals.size(); ++i) {
+        finals[i].compute_root().split(c, co, ci, kWarp, kGuard).gpu_blocks(co).gpu_threads(ci);
+        if (i > 0) finals[i].compute_with(finals[0], co);
+    }
+    if (f.computes_sums()) {
+        RVar rn(f.rn.x);
+        f.sums.compute_at(finals[0], co).bound_storage(c, kWarp);
+        block_threads(f.sums, c, nullptr, {}, {});
+        if (f.layout == Layout::NHWC) {
+            // rn outside the threads: partial(c, n) computed for each n (its
+            // own threads and shared memory, schedule_chunk_combine_nhwc).
+            block_threads(f.sums.update(), c, nullptr, {}, {rn});
+            schedule_chunk_combine_nhwc(f);
+        } else {
+            // One thread a channel adds its N plane sums in order.
+            block_threads(f.sums.update(), c, nullptr, {rn}, {});
+        }
     }
     if (!f.computes_outputs()) return;
 
-    // Per-channel factors: inv is inlined into coef and scale_backprop.
-    f.coef.compute_root();
-    per_channel(f.coef, c, {});
-    per_channel(out.scale_backprop, c, {});
-    per_channel(out.offset_backprop, c, {});
-
-    Var so("so"), si("si"), sk("sk"), st("st"), co("co"), ci("ci"), ck("ck"), ct("ct"), b("b"), blk("blk");
+    // Kernel 3: x_backprop, from coef.
+    Var so("so"), si("si"), sk("sk"), st("st"), ck("ck"), ct("ct"), b("b"), blk("blk");
     const int per_thread = f.storage_bits == 16 ? kHalfElementsPerThread : kElementsPerThread;
     if (f.layout == Layout::NHWC) {
         // Row s = so*8*per_thread + sk*8 + st: thread (ci, st) does rows st, st + 8, ...

@@ -34,9 +34,10 @@ if (CHECK STREQUAL "schedule")
     count_lines(blocks "${CONCEPTUAL}" "gpu_block<CUDA>")
     count_lines(threads_x "${CONCEPTUAL}" "gpu_thread<CUDA> \\(\\.thread_id_x")
     count_lines(threads_y "${CONCEPTUAL}" "gpu_thread<CUDA> \\(\\.thread_id_y")
-    # The plane sums: NHWC launches the chunks (partial_intm) as blocks of
-    # their own, NCHW sums a plane's chunks inside partial's blocks.
-    count_lines(chunk "${CONCEPTUAL}" "gpu_block<CUDA> \\((partial_intm|partial)\\.s1\\.")
+    # The plane sums: a kernel of their own, the wrapper of the chunk sums
+    # (NHWC, partial_intm) or of the plane sums (NCHW, partial), whose blocks
+    # sum inside (schedule_cuda.cpp).
+    count_lines(chunk "${CONCEPTUAL}" "gpu_block<CUDA> \\((partial_intm|partial)_global_wrapper")
     count_lines(xb "${CONCEPTUAL}" "gpu_block<CUDA> \\(x_backprop\\.s0\\.")
     count_lines(launches "${STMT}" "halide_cuda_run\\(")
     count_lines(to_host "${STMT}" "halide_copy_to_host")
