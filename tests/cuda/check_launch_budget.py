@@ -2,6 +2,7 @@
 """The launch budget of a GPU variant, read from its lowered statement (.stmt).
 
     check_launch_budget.py --stmt <variant>.stmt --budget 3 [--name <variant>]
+    check_launch_budget.py --self-test
 
 Counts the kernel launches (halide_cuda_run / halide_opencl_run calls) that one
 call of the pipeline can make: launches in sequence add up, the branches of an
@@ -88,27 +89,62 @@ def worst(block):
     return total, names
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--stmt", required=True)
-    ap.add_argument("--budget", type=int, required=True)
-    ap.add_argument("--name", default="")
-    a = ap.parse_args()
-    with open(a.stmt, "rb") as f:
-        text = f.read().decode("utf-8", errors="replace")
+def count(text, name=""):
+    """(pipeline name, launches on the worst path, its kernels) of a .stmt's text; None if no function."""
     lines = text.splitlines()
-    start = None
     for i, line in enumerate(lines):
         m = FUNC.match(line)
-        if m and (not a.name or m.group(1) == a.name):
-            start = i
-            break
-    if start is None:
+        if m and (not name or m.group(1) == name):
+            n, kernels = worst(parse(lines[i + 1:]))
+            return m.group(1), n, kernels
+    return None
+
+
+def self_test():
+    """The counting rule on small hand-written statements in Halide's printed form."""
+    run = lambda k: 'let r = halide_cuda_run(cuda[0], "%s", 1, 1, 1, 32, 1, 1, 0, a, b, c)' % k
+    stmt = "\n".join([
+        "buffer cuda_gpu_source_kernels = {", ".entry _kernel_x() {", "}", "}",  # device code: not counted
+        "external_plus_metadata func p (a, b) {",
+        "if ((uint1)_halide_buffer_is_bounds_query(a)) {", " x = 1", "}",
+        "produce f {", " " + run("k1"), " assert(r == 0, r)", "}",
+        "if (c1) {", " " + run("k2"), " " + run("k3"), "} else if (c2) {", " " + run("k4"),
+        "} else {", " if (c3) {", "  " + run("k5"), "  " + run("k6"), "  " + run("k7"), " }", "}",
+        run("k8"),
+        "}",
+    ])
+    problems = []
+    got = count(stmt)
+    if got != ("p", 5, ["k1", "k5", "k6", "k7", "k8"]):
+        problems.append("branches: %r" % (got,))
+    loop = stmt.replace("produce f {", "for (g, 0, n) {")
+    if count(loop)[1] != UNBOUNDED:
+        problems.append("a launch in a host loop should be unbounded: %r" % (count(loop),))
+    if count("func q (a) {\n}\n")[1] != 0:
+        problems.append("an empty pipeline launches nothing")
+    for p in problems:
+        print("self-test: " + p)
+    print("self-test: %s" % ("FAILED" if problems else "passed"))
+    return 1 if problems else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--stmt")
+    ap.add_argument("--budget", type=int)
+    ap.add_argument("--name", default="")
+    ap.add_argument("--self-test", action="store_true")
+    a = ap.parse_args()
+    if a.self_test:
+        return self_test()
+    if not a.stmt or a.budget is None:
+        ap.error("--stmt and --budget are required (or --self-test)")
+    with open(a.stmt, "rb") as f:
+        got = count(f.read().decode("utf-8", errors="replace"), a.name)
+    if got is None:
         print("%s: no pipeline function in %s" % (a.name or "?", a.stmt))
         return 1
-    name = FUNC.match(lines[start]).group(1)
-    body = lines[start + 1:]
-    n, kernels = worst(parse(body))
+    name, n, kernels = got
     shown = "unbounded" if n == UNBOUNDED else str(n)
     print("%s: at most %s kernel launches a call (budget %d): %s" % (name, shown, a.budget, ", ".join(kernels)))
     if n > a.budget:
