@@ -215,6 +215,28 @@ macro(fbngrad_share_code alias base inc_var hdr_var generator_name params)
                  "${alias}|${base}|${generator_name}|${target}|${params}")
 endmacro()
 
+# The CUDA single pass (issue 22): each CUDA NCHW row gets a second library,
+# ${name}_plane, the generator with fuse_passes=2 (generators/schedule_cuda.cpp:
+# one kernel, one block a channel). It is listed like a tuned row, serving
+# the CUDA shape class `plane` (src/shape_class.h: NCHW planes of at most
+# kPlaneMaxElements elements a channel); the dispatcher picks it for those
+# shapes as it picks a tuned row for its class, the hand-scheduled CUDA row
+# (three kernels) for every other shape. A macro, like
+# fbngrad_add_tuned_variants: it reads and appends to fbngrad_add_variants'
+# variables.
+macro(fbngrad_add_cuda_plane_variant)
+    if (device STREQUAL "FBNGRAD_CUDA" AND layout STREQUAL "nchw")
+        set(_fbng_plane ${name}_plane)
+        set(_fbng_plane_params ${params} fuse_passes=2)
+        set(_fbng_plane_outputs DEVICE_CODE ${_fbng_plane}_ptx CONCEPTUAL_STMT ${_fbng_plane}_cstmt)
+        fbngrad_add_kernel_library(${_fbng_plane} fused_batch_norm_grad _fbng_plane_params _fbng_plane_outputs hdr)
+        string(APPEND tuned_inc "FBNGRAD_TUNED_VARIANT(${_fbng_plane}, ${dt_enum}, ${layout_enum}, ${training}, "
+                                "${isa}, ${device}, \"plane\")\n")
+        set_property(GLOBAL APPEND PROPERTY FBNGRAD_CUDA_VARIANT_FILES
+                     "${_fbng_plane}|${${_fbng_plane}_stmt}|${${_fbng_plane}_cstmt}|${${_fbng_plane}_ptx}")
+    endif ()
+endmacro()
+
 # Expands the table: defines a static library per variant, collects them in
 # ${out_libs}, and writes the X-macro file and a header that includes every
 # generated header into ${gen_dir}.
@@ -270,6 +292,7 @@ function(fbngrad_add_variants generator gen_dir runtime out_libs)
                     endif ()
                     string(APPEND inc "FBNGRAD_VARIANT(${name}, ${dt_enum}, ${layout_enum}, ${training}, ${isa}, ${device})\n")
                     fbngrad_add_tuned_variants()
+                    fbngrad_add_cuda_plane_variant()
                     if (FBNGRAD_SPLIT_PHASE)
                         fbngrad_add_split_phase_apply()
                     endif ()

@@ -11,10 +11,10 @@ namespace fbng {
 
 void schedule_for_target(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Knobs &k) {
     // Refuses a fuse_passes value the target's schedule cannot honour.
-    (void)fuses_passes(f, t, k);
+    const bool one_pass = fuses_passes(f, t, k);
     // A GPU target is a CPU target too (the host code's arch): check the GPU first.
     if (t.has_gpu_feature()) {
-        schedule_cuda(f, out, t);
+        schedule_cuda(f, out, t, one_pass);
     } else if (t.arch == Target::X86) {
         schedule_x86(f, out, t, k);
     } else if (t.arch == Target::ARM && t.bits == 64) {
@@ -164,9 +164,16 @@ bool sums_last_sample_first(const Target &t, const Knobs &k, bool x_backprop_rea
 bool fuses_passes(const BnGradFuncs &f, const Target &t, const Knobs &k) {
     if (k.fuse_passes != 0 && k.fuse_passes != 1 && k.fuse_passes != 2)
         throw CompileError("fuse_passes: 0, 1 or 2, not " + std::to_string(k.fuse_passes));
+    if (k.fuse_passes == 2 && t.has_gpu_feature()) {
+        // The GPU's single pass (schedule_cuda.cpp): one block a channel.
+        if (f.layout != Layout::NCHW || f.phase != Phase::Fused)
+            throw CompileError("fuse_passes=2 on a GPU is the NCHW fused op's single pass (generators/schedule_cuda.cpp)");
+        return true;
+    }
     if (k.fuse_passes == 2) {
-        if (t.arch != Target::X86 || t.has_gpu_feature())
-            throw CompileError("fuse_passes=2 is scheduled for x86 CPUs only (generators/schedule_x86.cpp)");
+        if (t.arch != Target::X86)
+            throw CompileError("fuse_passes=2 is scheduled for x86 CPUs only (and NCHW on GPUs: generators/schedule_x86.cpp, "
+                               "schedule_cuda.cpp)");
         if (f.layout == Layout::NHWC && f.training)
             throw CompileError("fuse_passes=2 is for NCHW or NHWC inference: NHWC training needs every row's "
                                "sums before any x_backprop, and its channel blocks are strided parts of rows");

@@ -141,7 +141,9 @@ void specialize_nhwc_row_sums(Halide::Stage blocks, const BnGradFuncs &f, const 
 
 void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Halide::Target &t, const Knobs &k);
 void schedule_arm(BnGradFuncs &f, BnGradOutputs &out, const Halide::Target &t, const Knobs &k);
-// CUDA (any target with the cuda feature); the CPU knobs do not apply.
-void schedule_cuda(BnGradFuncs &f, BnGradOutputs &out, const Halide::Target &t);
+// CUDA (any target with the cuda feature); of the knobs, only fuse_passes
+// applies: single_pass (fuse_passes=2, NCHW, the fused op) is the one-kernel
+// schedule of the cuda_plane shape class.
+void schedule_cuda(BnGradFuncs &f, BnGradOutputs &out, const Halide::Target &t, bool single_pass);
 
 }  // namespace fbng

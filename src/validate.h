@@ -25,9 +25,12 @@ struct CheckedProblem {
 // checked): channels, batch and the merged spatial extent.
 CheckedProblem problem_of(const fbngrad_tensor &x);
 
-// The problem's shape class, for the dispatcher's choice among tuned schedules.
+// The problem's shape class, for the dispatcher's choice among tuned schedules
+// (CPU) and the single-pass rows (CUDA).
 inline ShapeClass shape_class_of(const CheckedProblem &p) {
-    return classify_shape(p.C, p.N * p.S, p.dtype == FBNGRAD_FLOAT32 ? 4 : 2);
+    const int bytes = p.dtype == FBNGRAD_FLOAT32 ? 4 : 2;
+    if (p.device == FBNGRAD_CUDA) return classify_cuda_shape(p.layout == FBNGRAD_NCHW, p.C, p.N * p.S, bytes);
+    return classify_shape(p.C, p.N * p.S, bytes);
 }
 
 // Largest tensor the 32-bit-indexed kernels accept: 2^31 - 2^16, not 2^31 - 1.

@@ -36,5 +36,10 @@ expect(nhwc_infer_one_pass TRUE "" layout=nhwc training=false fuse_passes=2)
 expect(nhwc_train_one_pass FALSE "fuse_passes=2 is for NCHW or NHWC inference" layout=nhwc training=true fuse_passes=2)
 expect(arm_fused FALSE "fuse_passes=2 is scheduled for x86 CPUs only" layout=nchw training=true fuse_passes=2
        target=arm-64-linux-no_runtime-strict_float)
+# CUDA: the NCHW fused op's single pass (the cuda_plane rows), nothing else.
+set(_cuda target=x86-64-linux-cuda-cuda_capability_70-strict_float-user_context-no_runtime)
+expect(cuda_nchw_one_pass TRUE "" layout=nchw training=true fuse_passes=2 ${_cuda})
+expect(cuda_nhwc_one_pass FALSE "fuse_passes=2 on a GPU is the NCHW fused op's single pass" layout=nhwc
+       training=false fuse_passes=2 ${_cuda})
 expect(fuse_3 FALSE "fuse_passes: 0, 1 or 2, not 3" layout=nchw training=true fuse_passes=3)
 expect(order_3 FALSE "sum_pass_order: 0, 1 or 2, not 3" layout=nhwc training=true sum_pass_order=3)

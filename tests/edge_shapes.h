@@ -3,7 +3,7 @@
 // vector widths (4, 8, 16 float lanes) and the schedules' tiles (x86 NHWC:
 // sum blocks of max(256, 65536 / C) rows, tasks of max(64, 16384 / C) rows;
 // ARM NHWC: 256-row blocks, 64-row tasks; CUDA: 32-channel warps, 512-row chunks,
-// 4096-element plane chunks; x86 and ARM NHWC sums specialized for C of 1 to 3 and
+// 4096-element plane chunks, the NCHW single pass's groups of 8 planes; x86 and ARM NHWC sums specialized for C of 1 to 3 and
 // of 1 to 4 vectors of 4, 8 or 16 lanes), a 5-D shape, and helpers to name them.
 #pragma once
 
@@ -36,6 +36,8 @@ inline const std::vector<std::vector<int64_t>> kEdgeShapes = {
     {2, 3, 4, 5, 6},  // 5-D: N, D, H, W, C
     {1, 65, 65, 33},  // CUDA: a plane of 4225 = 4096 + 129 (NCHW chunk tail), 8 NHWC chunks + a tail; C = warp + 1;
                       // x86 (C = 33: 1985-row blocks, 496-row tasks): 2 blocks + 255 rows, 8 tasks + 257 rows
+    {8, 4, 8, 5},     // CUDA NCHW single pass: N = 8, one group of planes summed at a time; S = 32, one warp
+    {9, 5, 13, 3},    // CUDA NCHW single pass: N = 9, a group + 1 plane; S = 65, two warps + 1
 };
 
 inline std::vector<int64_t> in_layout(const std::vector<int64_t> &nsc, fbngrad_layout layout) {

@@ -26,18 +26,29 @@ struct CudaRow {
     fbngrad_dtype dtype;
     fbngrad_layout layout;
     bool training;
+    bool plane;  // the NCHW single pass (the `plane` shape class; cmake/variants.cmake): forced by name
 };
 
+// The CUDA rows of the table: the hand-scheduled ones, then the single-pass ones.
 const std::vector<CudaRow> &cuda_rows() {
     static const std::vector<CudaRow> rows = [] {
         std::vector<CudaRow> r;
 #define FBNGRAD_VARIANT(name, dtype, layout, training, isa, device) \
-    if (device == FBNGRAD_CUDA) r.push_back({#name, dtype, layout, training != 0});
+    if (device == FBNGRAD_CUDA) r.push_back({#name, dtype, layout, training != 0, false});
+#define FBNGRAD_TUNED_VARIANT(name, dtype, layout, training, isa, device, classes) \
+    if (device == FBNGRAD_CUDA) r.push_back({#name, dtype, layout, training != 0, true});
 #include "fbngrad_variants.inc"
+#undef FBNGRAD_TUNED_VARIANT
 #undef FBNGRAD_VARIANT
         return r;
     }();
     return rows;
+}
+
+int hand_cuda_rows() {
+    int n = 0;
+    for (const CudaRow &r : cuda_rows()) n += !r.plane;
+    return n;
 }
 
 const cuda::Driver &drv() { return *cuda::driver(); }
@@ -194,11 +205,24 @@ TEST_P(CudaVariantTest, MatchesReference) {
     const CudaRow &v = cuda_rows()[GetParam().variant];
     const fbngrad_variant_info *sel = fbngrad_selected_variant(v.dtype, v.layout, v.training, FBNGRAD_CUDA);
     ASSERT_NE(sel, nullptr);
-    ASSERT_STREQ(sel->name, v.name) << "CUDA tensors must select this variant";
+    fbngrad_status st;
+    if (v.plane) {
+        // The single pass must be right on every shape, not only on its class's:
+        // forced by name (a 32x7x7 plane class shape picks it unforced, below).
+        const int64_t small[4] = {32, 8, 7, 7};
+        const fbngrad_variant_info *picked =
+            fbngrad_selected_variant_for_shape(v.dtype, v.layout, v.training, FBNGRAD_CUDA, 4, small);
+        ASSERT_NE(picked, nullptr);
+        EXPECT_STREQ(picked->name, v.name) << "NCHW 32x8x7x7 on CUDA must select the single pass";
+        ASSERT_EQ(fbngrad_force_variant(v.name, &st), FBNGRAD_OK) << st.message;
+    } else {
+        ASSERT_STREQ(sel->name, v.name) << "CUDA tensors must select this variant";
+    }
 
     const auto shape = in_layout(kEdgeShapes[GetParam().shape], v.layout);
     TestProblem tp(v.dtype, v.layout, shape, v.training, GetParam().inverse_std, 7 + uint32_t(GetParam().shape));
     run_and_check(tp);
+    fbngrad_force_variant("", nullptr);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllCudaVariants, CudaVariantTest, testing::ValuesIn(all_cases()), case_name);
@@ -397,14 +421,20 @@ TEST(CudaDetection, LibraryAndDispatcherAgree) {
     for (int i = 0; i < fbngrad_variant_count(); ++i) {
         const fbngrad_variant_info *v = fbngrad_variant(i);
         if (v->device != FBNGRAD_CUDA) continue;
-        ++cuda_variants;
         EXPECT_STREQ(v->isa, "cuda") << v->name;
         EXPECT_EQ(v->supported != 0, available) << v->name;
+        if (*v->shape_classes) {  // a single-pass row: NCHW, the plane class only
+            EXPECT_STREQ(v->shape_classes, "plane") << v->name;
+            EXPECT_EQ(v->layout, FBNGRAD_NCHW) << v->name;
+            continue;
+        }
+        ++cuda_variants;
         const fbngrad_variant_info *sel = fbngrad_selected_variant(v->dtype, v->layout, v->is_training, FBNGRAD_CUDA);
         EXPECT_EQ(sel, available ? v : nullptr) << v->name;
     }
-    EXPECT_EQ(cuda_variants, int(cuda_rows().size()));
+    EXPECT_EQ(cuda_variants, hand_cuda_rows());
     EXPECT_EQ(cuda_variants, 12) << "3 dtypes x 2 layouts x 2 modes";
+    EXPECT_EQ(int(cuda_rows().size()) - cuda_variants, 6) << "3 dtypes x NCHW x 2 modes: the single pass";
     std::printf("CUDA %s%s\n", available ? "available" : "not available: ", fbngrad_cuda_unavailable_reason());
 }
 

@@ -40,8 +40,28 @@ TEST(ShapeClass, Boundaries) {
     EXPECT_EQ(classify_shape(512, 32 * 28 * 28, 2), ShapeClass::Dram);
 }
 
+// The CUDA class: NCHW with at most 32*28*28 elements a channel is the
+// single pass's (plane); NHWC, and NCHW above it, get the CPU classes.
+TEST(ShapeClass, CudaPlaneBoundaries) {
+    using fbngrad::classify_cuda_shape;
+    const int64_t at = fbngrad::kPlaneMaxElements;
+    EXPECT_EQ(at, 32 * 28 * 28);
+    for (int bytes : {2, 4}) {
+        EXPECT_EQ(classify_cuda_shape(true, 2048, 32 * 7 * 7, bytes), ShapeClass::Plane);
+        EXPECT_EQ(classify_cuda_shape(true, 1024, 32 * 14 * 14, bytes), ShapeClass::Plane);
+        EXPECT_EQ(classify_cuda_shape(true, 512, at - 1, bytes), ShapeClass::Plane);
+        EXPECT_EQ(classify_cuda_shape(true, 512, at, bytes), ShapeClass::Plane);
+        EXPECT_EQ(classify_cuda_shape(true, 512, at + 1, bytes), classify_shape(512, at + 1, bytes));
+        EXPECT_EQ(classify_cuda_shape(true, 64, 32 * 56 * 56, bytes), classify_shape(64, 32 * 56 * 56, bytes));
+        EXPECT_EQ(classify_cuda_shape(false, 2048, 32 * 7 * 7, bytes), classify_shape(2048, 32 * 7 * 7, bytes));
+        EXPECT_EQ(classify_cuda_shape(true, 1, 1, bytes), ShapeClass::Plane);  // any C
+    }
+    // The CPU classifier never answers the CUDA class.
+    EXPECT_NE(classify_shape(512, at, 4), ShapeClass::Plane);
+}
+
 TEST(ShapeClass, NamesRoundTrip) {
-    for (int i = 0; i < fbngrad::kShapeClassCount; ++i) {
+    for (int i = 0; i < fbngrad::kAllShapeClassCount; ++i) {
         ShapeClass k;
         ASSERT_TRUE(fbngrad::parse_shape_class(fbngrad::shape_class_name(ShapeClass(i)), &k));
         EXPECT_EQ(k, ShapeClass(i));

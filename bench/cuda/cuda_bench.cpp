@@ -4,11 +4,17 @@
 // default stream. Prints one JSON object per line (tools/gpu/bench_report.py
 // merges them with tools/gpu/torch_bn_bench.py's and prints the table):
 //   {"device": ..., "peak_gbps": ...}                    first, the GPU
-//   {"impl": "fbngrad", "dtype": ..., "layout": ..., "shape": [N,H,W,C], "ms": ..., "bytes": ...}
+//   {"impl": "fbngrad", "dtype": ..., "layout": ..., "shape": [N,H,W,C], "ms": ..., "bytes": ...,
+//    "variant": ...}
 // "bytes" is what the op must move at least: y_backprop and x read once,
-// x_backprop written once. Exits 77 where no CUDA device is usable.
+// x_backprop written once; "variant" the kernel the dispatcher ran (NCHW
+// planes of the `plane` class: the single pass, fbng_*_nchw_*_cuda_plane).
+// --three-kernels forces the hand-scheduled rows (three kernels a call) on
+// every shape, for the single pass's A/B (tools/gpu/run_on_gpu.sh). Exits 77
+// where no CUDA device is usable.
 //
 //   fbngrad_cuda_bench [--reps R] [--warmup W] [--shapes N,H,W,C;...] [--dtypes float32,...] [--layouts NHWC,...]
+//                      [--three-kernels]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +41,7 @@ struct Options {
     std::vector<std::vector<int64_t>> shapes;
     std::vector<fbngrad_dtype> dtypes = {FBNGRAD_FLOAT32, FBNGRAD_FLOAT16, FBNGRAD_BFLOAT16};
     std::vector<fbngrad_layout> layouts = {FBNGRAD_NHWC, FBNGRAD_NCHW};
+    bool three_kernels = false;
 };
 
 std::vector<std::string> split(const std::string &s, char sep) {
@@ -53,6 +60,10 @@ bool parse(int argc, char **argv, Options *o) {
     std::string shapes = kResNet50Shapes;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
+        if (a == "--three-kernels") {
+            o->three_kernels = true;
+            continue;
+        }
         const char *v = i + 1 < argc ? argv[i + 1] : nullptr;
         if (!v) return false;
         ++i;
@@ -138,6 +149,19 @@ void bench_one(Device &dev, const Options &o, fbngrad_dtype dtype, fbngrad_layou
     fbngrad_attrs attrs;
     fbngrad_attrs_init(&attrs);
     attrs.epsilon = 1e-5f;
+    // The variant the call runs: the dispatcher's pick for the shape, or (--three-kernels) the row's hand one.
+    const fbngrad_variant_info *picked =
+        o.three_kernels ? fbngrad_selected_variant(dtype, layout, 1, FBNGRAD_CUDA)
+                        : fbngrad_selected_variant_for_shape(dtype, layout, 1, FBNGRAD_CUDA, 4, shape.data());
+    if (!picked) {
+        std::fprintf(stderr, "no CUDA variant for this case\n");
+        std::exit(1);
+    }
+    fbngrad_status fst;
+    if (o.three_kernels && fbngrad_force_variant(picked->name, &fst) != FBNGRAD_OK) {
+        std::fprintf(stderr, "fbngrad_force_variant(%s): %s\n", picked->name, fst.message);
+        std::exit(1);
+    }
     auto call = [&] {
         fbngrad_status st;
         if (fbngrad_fused_batch_norm_grad_v2(&tdy, &tx, &tsc, &tm, &tv, &attrs, &txb, &tsb, &tob, &st) != FBNGRAD_OK) {
@@ -159,11 +183,12 @@ void bench_one(Device &dev, const Options &o, fbngrad_dtype dtype, fbngrad_layou
     dev.d.cuEventDestroy(start);
     dev.d.cuEventDestroy(stop);
     for (cuda::CUdeviceptr p : {d_dy, d_x, d_xb, d_sc, d_m, d_v, d_sb, d_ob}) dev.d.cuMemFree(p);
+    if (o.three_kernels) fbngrad_force_variant("", nullptr);
 
     std::printf("{\"impl\": \"fbngrad\", \"dtype\": \"%s\", \"layout\": \"%s\", \"shape\": [%lld, %lld, %lld, %lld], "
-                "\"ms\": %.6f, \"bytes\": %lld}\n",
+                "\"ms\": %.6f, \"bytes\": %lld, \"variant\": \"%s\"}\n",
                 dtype_name(dtype), layout == FBNGRAD_NHWC ? "NHWC" : "NCHW", (long long)N, (long long)H,
-                (long long)W, (long long)C, ms / o.reps, (long long)(3 * E * es));
+                (long long)W, (long long)C, ms / o.reps, (long long)(3 * E * es), picked->name);
     std::fflush(stdout);
 }
 
@@ -174,7 +199,7 @@ int main(int argc, char **argv) {
     if (!parse(argc, argv, &o)) {
         std::fprintf(stderr,
                      "usage: fbngrad_cuda_bench [--reps R] [--warmup W] [--shapes N,H,W,C;...] "
-                     "[--dtypes float32,float16,bfloat16] [--layouts NHWC,NCHW]\n");
+                     "[--dtypes float32,float16,bfloat16] [--layouts NHWC,NCHW] [--three-kernels]\n");
         return 2;
     }
     if (!fbngrad_cuda_available()) {

@@ -792,9 +792,10 @@ class Info(CliCase):
             if (d, l, m) not in ROWS:
                 self.assertRegex(stdout, rf"\n  {d} +{l} +{m} +\(not built\)")
         self.assertIn(f"compiled variants ({len(lines)},", stdout)
-        for f in lines:
+        for f in lines:  # the CPU classes, or the CUDA single pass's (cmake/variants.cmake)
             if f[-1] != "-":
-                self.assertTrue(set(f[-1].split(",")) <= {"small_c", "small_nhw", "cache", "dram", "huge"}, f)
+                self.assertTrue(set(f[-1].split(",")) <= {"small_c", "small_nhw", "cache", "dram", "huge"} or
+                                (f[-1] == "plane" and f[0].endswith("_cuda_plane")), f)
         self.assertIn("cpu features:", stdout)
         self.assertIn("cuda:", stdout)
         self.assertIn("forced isa:", stdout)
@@ -805,11 +806,15 @@ class Info(CliCase):
         self.assertEqual(rc, 0, stderr)
         j = json.loads(stdout)
         cpu = [v for v in j["variants"] if v["device"] == "cpu" and v["shape_classes"] == ""]
-        cuda = [v for v in j["variants"] if v["device"] == "cuda"]
+        cuda = [v for v in j["variants"] if v["device"] == "cuda" and v["shape_classes"] == ""]
         self.assertEqual(len(cpu), len(ROWS) * len(CPU_ISAS))
+        # The CUDA single pass (cmake/variants.cmake): the plane class of an NCHW CUDA row.
+        for t in (v for v in j["variants"] if v["device"] == "cuda" and v["shape_classes"]):
+            self.assertEqual((t["shape_classes"], t["layout"]), ("plane", "NCHW"), t)
+            self.assertTrue(any(t["name"] == v["name"] + "_plane" for v in cuda), t)
         # A tuned variant (generators/tuned/) serves some shape classes of a row whose
         # hand-scheduled variant exists, on the same ISA.
-        for t in (v for v in j["variants"] if v["shape_classes"]):
+        for t in (v for v in j["variants"] if v["shape_classes"] and v["device"] == "cpu"):
             self.assertTrue(any((v["dtype"], v["layout"], v["mode"], v["isa"]) ==
                                 (t["dtype"], t["layout"], t["mode"], t["isa"]) for v in cpu), t)
             self.assertTrue(t["name"].startswith(next(v["name"] for v in cpu if (v["dtype"], v["layout"], v["mode"],

@@ -5,6 +5,8 @@
 #     x_backprop, where there is one) inside gpu_block loops, kernels launched,
 #     and nothing copied to the host (every Func runs on the device: a Func left
 #     on the CPU would need its inputs copied back).
+#     The NCHW single pass (<variant>_plane): one gpu_block loop, x_backprop's,
+#     with the chunk sums inside.
 #     Split-phase variants, known by their names: fbng_reduce_* has the chunk
 #     sums and no x_backprop (its 2-D thread blocks are NHWC's; NCHW's sums
 #     use 1-D ones), fbng_apply_* has x_backprop and no chunk sums (it takes
@@ -34,9 +36,17 @@ if (CHECK STREQUAL "schedule")
     count_lines(blocks "${CONCEPTUAL}" "gpu_block<CUDA>")
     count_lines(threads_x "${CONCEPTUAL}" "gpu_thread<CUDA> \\(\\.thread_id_x")
     count_lines(threads_y "${CONCEPTUAL}" "gpu_thread<CUDA> \\(\\.thread_id_y")
-    # The plane sums: NHWC launches the chunks (partial_intm) as blocks of
-    # their own, NCHW sums a plane's chunks inside partial's blocks.
-    count_lines(chunk "${CONCEPTUAL}" "gpu_block<CUDA> \\((partial_intm|partial)\\.s1\\.")
+    # The plane sums: a kernel of their own, the wrapper of the chunk sums
+    # (NHWC, partial_intm) or of the plane sums (NCHW, partial), whose blocks
+    # sum inside (schedule_cuda.cpp).
+    count_lines(chunk "${CONCEPTUAL}" "gpu_block<CUDA> \\((partial_intm|partial)_global_wrapper")
+    if (NAME MATCHES "_plane$")
+        # The single pass: one grid, x_backprop's, whose blocks sum their channel first.
+        count_lines(chunk "${CONCEPTUAL}" "produce partial_intm_intm")
+        if (NOT blocks EQUAL 1)
+            fail("the single pass should be one gpu_block loop (x_backprop's), not ${blocks}")
+        endif ()
+    endif ()
     count_lines(xb "${CONCEPTUAL}" "gpu_block<CUDA> \\(x_backprop\\.s0\\.")
     count_lines(launches "${STMT}" "halide_cuda_run\\(")
     count_lines(to_host "${STMT}" "halide_copy_to_host")

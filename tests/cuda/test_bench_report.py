@@ -65,6 +65,32 @@ class BenchReport(unittest.TestCase):
         rows = self.rows(bench_report.report(self.fb, self.tr, peak_gbps=8000.0))
         self.assertIn("2000 (25%)", rows[0])
 
+    def test_schedule_three_kernels_and_cudnn_launches(self):
+        # The newer rows: the variant that ran, cuDNN's kernels a call, the three-kernel A/B.
+        gb = 10**9
+        write(self.fb, [
+            {"impl": "fbngrad", "dtype": "float32", "layout": "NCHW", "shape": [32, 7, 7, 64], "ms": 1.0,
+             "bytes": 2 * gb, "variant": "fbng_f32_nchw_train_cuda_plane"},
+            {"impl": "fbngrad", "dtype": "float32", "layout": "NHWC", "shape": [32, 7, 7, 64], "ms": 1.0,
+             "bytes": 2 * gb, "variant": "fbng_f32_nhwc_train_cuda"},
+        ])
+        write(self.tr, [
+            {"impl": "cudnn", "dtype": "float32", "layout": "NCHW", "shape": [32, 7, 7, 64], "ms": 2.0,
+             "bytes": 2 * gb, "kernels": ["bn_bw_1", "bn_bw_2"]},
+            {"impl": "cudnn", "dtype": "float32", "layout": "NHWC", "shape": [32, 7, 7, 64], "ms": 2.0,
+             "bytes": 2 * gb, "kernels": None},
+        ])
+        k3 = os.path.join(self.dir.name, "three.jsonl")
+        write(k3, [{"impl": "fbngrad", "dtype": "float32", "layout": "NCHW", "shape": [32, 7, 7, 64], "ms": 1.5,
+                    "bytes": 2 * gb, "variant": "fbng_f32_nchw_train_cuda"}])
+        text = bench_report.report(self.fb, self.tr, peak_gbps=4000.0, three_kernels_path=k3)
+        self.assertIn("| fbngrad schedule | 3 kernels ms | cuDNN kernels a call |", text)
+        rows = self.rows(text)
+        self.assertEqual(rows[0], "| float32 | NCHW | 32,7,7,64 | 1.000 | 2000 (50%) | 2.000 | 1000 (25%) | n/a | "
+                                  "2.00x | 1 pass | 1.500 | 2 |")
+        self.assertEqual(rows[1], "| float32 | NHWC | 32,7,7,64 | 1.000 | 2000 (50%) | 2.000 | 1000 (25%) | n/a | "
+                                  "2.00x | 3 kernels | n/a | n/a |")
+
 
 if __name__ == "__main__":
     unittest.main()

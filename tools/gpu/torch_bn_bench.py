@@ -8,6 +8,9 @@ Prints one JSON object per line, the format of fbngrad_cuda_bench:
   {"impl": "cudnn" | "aten_native", "dtype": ..., "layout": "NHWC" | "NCHW",
    "shape": [N, H, W, C], "ms": ..., "bytes": ...}
 or, where an implementation refuses a case, "ms": null and "error": "...".
+With --kernels, each row also has "kernels": the names of the CUDA kernels
+one call launched (torch.profiler, CUPTI), so that the report shows what
+fbngrad races (cuDNN's launches a call); null where the profiler fails.
 Needs PyTorch with CUDA; nothing else (no network, no Halide).
 """
 import argparse
@@ -34,6 +37,21 @@ def time_ms(torch, fn, warmup, reps):
     stop.record()
     stop.synchronize()
     return start.elapsed_time(stop) / reps
+
+
+def kernels_of(torch, fn):
+    """The CUDA kernels one call of fn() launches, in order (None where the profiler cannot say)."""
+    try:
+        from torch.profiler import profile, ProfilerActivity
+        fn()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            torch.cuda.synchronize()
+        events = [e for e in prof.events() if str(getattr(e, "device_type", "")).endswith("CUDA")]
+        return [e.name for e in sorted(events, key=lambda e: e.time_range.start)]
+    except Exception:  # no CUPTI, an old profiler: the timings stand without it
+        return None
 
 
 def cases(torch, dtype_name, layout, nhwc):
@@ -73,6 +91,7 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="the first and the last shape only")
+    ap.add_argument("--kernels", action="store_true", help="also record the kernels one call launches")
     args = ap.parse_args()
     import torch  # here, so that --help and py_compile work without it
 
@@ -92,8 +111,10 @@ def main():
                        "bytes": 3 * n * h * w * c * itemsize}
                 for impl, make in cases(torch, dtype_name, layout, nhwc).items():
                     try:
-                        ms = time_ms(torch, make(), args.warmup, args.reps)
-                        print(json.dumps({"impl": impl, **row, "ms": ms}), flush=True)
+                        fn = make()
+                        ms = time_ms(torch, fn, args.warmup, args.reps)
+                        extra = {"kernels": kernels_of(torch, fn)} if args.kernels else {}
+                        print(json.dumps({"impl": impl, **row, "ms": ms, **extra}), flush=True)
                     except Exception as e:  # an implementation refusing a dtype or layout
                         print(json.dumps({"impl": impl, **row, "ms": None, "error": str(e).splitlines()[0]}),
                               flush=True)
