@@ -21,3 +21,10 @@ foreach (layout NHWC NCHW)
         message(FATAL_ERROR "${layout}: no row, or its loops offer fewer than the rule's 4 tasks")
     endif ()
 endforeach ()
+# The timing runner's own time a task (subtracted from the time outside the
+# tasks, task_report.cpp): measured, and plausible (a few clock reads).
+file(READ ${OUT} report)
+string(JSON overhead ERROR_VARIABLE json_err GET "${report}" runner_overhead_us_per_task)
+if (json_err OR overhead LESS 0 OR overhead GREATER 5)
+    message(FATAL_ERROR "runner_overhead_us_per_task missing or implausible: '${overhead}' ${json_err}")
+endif ()
