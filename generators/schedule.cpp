@@ -93,7 +93,8 @@ Expr nhwc_rows_per_block(const BnGradFuncs &f, Expr preferred, bool strips) {
     return even_piece(f.S, max(1, min(preferred, rows)));
 }
 
-void schedule_nhwc_partial_combine(BnGradFuncs &f, const RVar &rso, Expr rows_per_block, int vec) {
+void schedule_nhwc_partial_combine(BnGradFuncs &f, const RVar &rso, Expr rows_per_block, Expr task_elements,
+                                   int vec) {
     const Var &c = f.c, &n = f.n;
     const TailStrategy guard = TailStrategy::GuardWithIf;
     // 32 channels a task: two whole cache lines of each block's row, read
@@ -107,11 +108,13 @@ void schedule_nhwc_partial_combine(BnGradFuncs &f, const RVar &rso, Expr rows_pe
     f.partial.compute_root().vectorize(c, vec, guard);
     Stage combine = f.partial.update();
     combine.split(c, co, ci, width, guard).reorder(ci, rso, co, n).vectorize(ci, std::min(vec, 8), guard);
-    // In parallel only where its values make a task by the rule: below that
-    // it is a few microseconds, less than a parallel loop costs a call on a
-    // framework's pool.
+    // In parallel only where its values make a task of the call's size (the
+    // rule's on a caller's runner): below that it is a few microseconds, less
+    // than a parallel loop costs a call on a framework's pool. On fbngrad's
+    // own pool of 2 threads that keeps it serial on the catalogue (2-core
+    // A/B, docs/threads.md), on many threads it is parallel where large.
     Expr blocks = (f.S + rows_per_block - 1) / max(rows_per_block, 1);
-    combine.specialize(blocks * f.C >= kElementsPerTask).parallel(co);
+    combine.specialize(blocks * f.C >= max(kElementsPerTask, task_elements)).parallel(co);
 }
 
 void schedule_nhwc_block_sums(Stage blocks, const BnGradFuncs &f, const RVar &rsi, const Var &so,
@@ -154,8 +157,8 @@ bool sums_last_sample_first(const Target &t, const Knobs &k, bool x_backprop_rea
     if (k.sum_pass_order == 1) return false;
     if (k.sum_pass_order == 2) return true;
     if (k.sum_pass_order != 0) throw CompileError("sum_pass_order: 0, 1 or 2, not " + std::to_string(k.sum_pass_order));
-    // Measured on the CPU (fbngrad_tune, float32, the dram class; README
-    // "Benchmarks"): last-first makes training 8-15 % faster where the tensors
+    // Measured on the CPU (fbngrad_tune, float32, the dram class;
+    // docs/benchmarks.md): last-first makes training 8-15 % faster where the tensors
     // exceed the cache, and inference 5-10 % slower. A GPU has no cache to reuse
     // at this scale.
     return !t.has_gpu_feature() && x_backprop_reads_sums;
@@ -182,7 +185,7 @@ bool fuses_passes(const BnGradFuncs &f, const Target &t, const Knobs &k) {
     if (f.phase != Phase::Fused || t.arch != Target::X86 || t.has_gpu_feature()) return false;
     if (k.fuse_passes != 0) return k.fuse_passes == 2;
     // Default: NCHW only, where it was measured faster on every shape tried,
-    // cache-resident ones too (README "Benchmarks"). The NHWC one pass cannot
+    // cache-resident ones too (docs/benchmarks.md). The NHWC one pass cannot
     // specialize for C below the vector width (compute_with forbids
     // specializations), so it stays a tuner choice. ARM keeps two passes (not
     // measured on hardware).

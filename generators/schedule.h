@@ -96,7 +96,8 @@ Halide::Expr nhwc_rows_per_block(const BnGradFuncs &f, Halide::Expr preferred, b
 // enough. Serial, it was the time outside the parallel loops (1-8 % of a call,
 // C·S/rows_per_block values) that capped the modelled speed-up on many cores.
 // Each channel still adds its blocks in order: the same bits.
-void schedule_nhwc_partial_combine(BnGradFuncs &f, const Halide::RVar &rso, Halide::Expr rows_per_block, int vec);
+void schedule_nhwc_partial_combine(BnGradFuncs &f, const Halide::RVar &rso, Halide::Expr rows_per_block,
+                                   Halide::Expr task_elements, int vec);
 
 // The CPU schedules' NHWC sum blocks, the rfactor'd stage `blocks` (loops c,
 // rsi, so, n from innermost): parallel over the blocks of rows `so`, and above

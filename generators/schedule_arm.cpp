@@ -74,7 +74,7 @@ void schedule_arm(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
             schedule_nhwc_block_sums(block.update(), f, rsi, so, rows_per_block, call_task_elements,
                                      nhwc_channel_widths(vec));
 
-            schedule_nhwc_partial_combine(f, rso, rows_per_block, vec);
+            schedule_nhwc_partial_combine(f, rso, rows_per_block, call_task_elements, vec);
         }
         if (f.computes_outputs()) {
             // x_backprop: parallel over blocks of rows, vectorized over channels.

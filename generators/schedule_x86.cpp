@@ -62,7 +62,7 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
     // NHWC defaults sized in elements, not rows: sum blocks of at least 64K
     // elements and x_backprop tasks of at least 16K (C = 256: 256 and 64 rows,
     // as fixed row counts were tuned for; C = 64: 1024 and 256 rows, the
-    // tuner's dram winner, whose fixed rows lost on C >= 128; README "Benchmarks").
+    // tuner's dram winner, whose fixed rows lost on C >= 128; docs/benchmarks.md).
     // Both shrink where they would give too few tasks (schedule.h: the many-core rule).
     // The blocks change the sums' order with the shape only, never with the thread count.
     const Expr preferred_rows_per_block = k.rows_per_block > 0 ? Expr(k.rows_per_block) : max(256, 65536 / max(f.C, 1));
@@ -130,7 +130,7 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
                 schedule_nhwc_block_sums(blocks, f, rsi, so, rows_per_block, call_task_elements, widths);
             }
 
-            schedule_nhwc_partial_combine(f, rso, rows_per_block, vec);
+            schedule_nhwc_partial_combine(f, rso, rows_per_block, call_task_elements, vec);
         }
         if (f.computes_outputs()) {
             // x_backprop: parallel over blocks of rows, vectorized over channels.

@@ -45,7 +45,7 @@ int run_one(void *task_ctx, int32_t index) {
 
 // fbngrad's own pool of P threads: a loop whose size the shape alone sets
 // (the NHWC sums' blocks, generators/schedule.h) runs in runs of consecutive
-// tasks, kRunsPerThread a thread, so that each thread streams through
+// tasks, kRunsPerThread a thread (one in a small call), so that each thread streams through
 // contiguous memory; the other loops are cut that coarse by the kernels
 // themselves (task_elements). Only where a task runs changes, never what it
 // computes: the same bits.
@@ -76,8 +76,13 @@ int one_run(void *user_context, int r, uint8_t *runs) {
     return 0;
 }
 
+// Loops of fewer tasks than this are a small call's (the rule gives 64 tasks
+// at 1M elements, task_size.h: kSmallCallElements): one run a thread, as
+// own_pool_task_elements gives the other loops of such a call.
+constexpr int kSmallLoopTasks = 64;
+
 int on_own_pool(void *user_context, halide_task_t task, int min, int size, uint8_t *closure) {
-    const int runs = kRunsPerThread * std::max(1, pool_threads());
+    const int runs = (size < kSmallLoopTasks ? 1 : kRunsPerThread) * std::max(1, pool_threads());
     if (size <= runs) return halide_default_do_par_for(user_context, task, min, size, closure);
     Runs k{task, min, size, (size + runs - 1) / runs, closure};
     return halide_default_do_par_for(user_context, one_run, 0, (size + k.run - 1) / k.run,

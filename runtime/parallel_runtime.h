@@ -45,7 +45,8 @@ struct CallContext;
 // The task size of the kernels' loops that only place work (generators/schedule.h):
 // the rule's size (task_size.h: rule_task_elements) on a caller's runner (or
 // without a call); on fbngrad's own pool,
-// at least that and as large as leaves kRunsPerThread tasks a thread. The kernels
+// at least that and as large as leaves kRunsPerThread tasks a thread (one in a
+// small call, task_size.h: kSmallCallElements). The kernels
 // call it as fbng_task_elements(user_context, elements, rule_elements).
 int32_t task_elements(const CallContext *call, int64_t elements, int32_t rule_elements);
 

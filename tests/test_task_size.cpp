@@ -31,6 +31,22 @@ TEST(TaskSize, OwnPoolTasksAreNeverSmallerThanTheRules) {
             EXPECT_GE(own_pool_task_elements(elements, 16384, threads), rule_task_elements(elements, 16384));
 }
 
+// fbngrad's own pool: one task a thread in a small call (its tasks' own cost
+// was a fifth of a 0.03 ms call), kRunsPerThread from kSmallCallElements on.
+TEST(TaskSize, OwnPoolGivesSmallCallsOneTaskAThread) {
+    for (int threads : {1, 2, 3, 16})
+        for (int64_t elements : {int64_t(100000), int64_t(200704), kSmallCallElements - 1, kSmallCallElements,
+                                 int64_t(25690112)}) {
+            const int64_t per_task = own_pool_task_elements(elements, 16384, threads);
+            const int64_t runs = elements < kSmallCallElements ? 1 : kRunsPerThread;
+            EXPECT_EQ(per_task, std::max<int64_t>(rule_task_elements(elements, 16384), elements / (runs * threads)))
+                << elements << " elements, " << threads << " threads";
+            // Never more tasks than the runs asked for (beyond the rule's own).
+            if (per_task > rule_task_elements(elements, 16384))
+                EXPECT_LE(ceil_div(elements, per_task), runs * threads + 1) << elements << ", " << threads;
+        }
+}
+
 TEST(TaskSize, EvenPieceNeverGivesFewerTasksAndEvensThemOut) {
     for (int32_t units : {1, 2, 7, 31, 32, 33, 49, 63, 64, 65, 196, 1568, 6272, 100352})
         for (int32_t capped : {1, 2, 3, 8, 24, 25, 32, 64, 256, 100000}) {
