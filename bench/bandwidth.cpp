@@ -186,7 +186,7 @@ void run_split(Kernel k, const Arrays &arr, int threads, float *sink = nullptr) 
 }
 
 // The op's access patterns, as plain loops: what the memory allows each of
-// fbngrad's schedules (README "Benchmarks"), with and without non-temporal stores.
+// fbngrad's schedules (docs/benchmarks.md), with and without non-temporal stores.
 //   two passes: the sums over all of a and b, then d = a + b (NHWC training)
 //   one pass: blocks of kBlockFloats, each summed and then written from the
 //   cache (the NCHW schedules, NHWC inference on large tensors); the threads

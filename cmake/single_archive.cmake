@@ -13,7 +13,7 @@
 # Halide-generated library and its own runtime, or next to code with the same
 # inline C++ functions, without duplicate or mixed-up symbols. The Halide
 # runtime in particular is private to fbngrad: its error handler, its thread
-# pool and its allocator serve fbngrad's kernels only (docs: README "Packaging").
+# pool and its allocator serve fbngrad's kernels only (docs/install.md).
 #
 # How: `ld -r --force-group-allocation` links all the parts into one object
 # (the option dissolves COMDAT groups, so that a group of ours can never be

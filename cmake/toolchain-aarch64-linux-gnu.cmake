@@ -9,7 +9,7 @@
 #         -Dfbngrad-halide_generators_ROOT=<a host (x86-64) build of fbngrad>
 #
 # The Halide generator cannot run on the target: it comes, already built,
-# from the host build (README "Building for ARM").
+# from the host build (docs/arm.md, "Building").
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)  # cmake/variants.cmake picks the ARM ISAs from this
 

@@ -44,7 +44,7 @@ inline bool parse_shape_class(const char *s, ShapeClass *k) {
 //   huge       more than 128 MiB (4x this kind of machine's L3): nothing of one
 //              pass is left in the cache for the next (ResNet-50's 112x112x64
 //              and 56x56x256 at N = 32, where NHWC inference runs faster in one
-//              pass: README "Tuning for your machine")
+//              pass: docs/tuning.md)
 inline ShapeClass classify_shape(int64_t C, int64_t rows, int bytes_per_element) {
     if (C < 16) return ShapeClass::SmallC;
     if (rows < 4096) return ShapeClass::SmallRows;

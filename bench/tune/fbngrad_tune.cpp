@@ -1,4 +1,4 @@
-// fbngrad_tune: the offline autotuner (README: "Tuning for your machine").
+// fbngrad_tune: the offline autotuner (docs/tuning.md).
 // For one ISA of this machine it searches, per dtype x layout x mode cell,
 // the generator's schedule knobs and Halide's autoschedulers; rejects every
 // candidate that is wrong on an edge shape (against the double-precision
@@ -205,7 +205,7 @@ void decide(const Cell &cell, fbngrad::ShapeClass k, const std::vector<Candidate
 int main(int argc, char **argv) {
     Options o;
     CLI::App app{"fbngrad_tune: search the schedule space of fbngrad's kernels on this machine and write the "
-                 "schedule table the build reads (README: \"Tuning for your machine\")"};
+                 "schedule table the build reads (docs/tuning.md)"};
     app.add_option("--isa", o.isa, "ISA to tune (default: the best this CPU has)");
     app.add_option("--out", o.out, "schedule table to write (default: <source>/generators/tuned/<isa>.json)");
     app.add_option("--state", o.state, "state file for --resume (default: <out>.state.jsonl)");

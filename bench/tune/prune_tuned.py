@@ -2,7 +2,7 @@
 """The tuner's last step, against the AOT build: the tuner times its candidates
 under Halide's JIT, and on kernels of a few microseconds that ranking does not
 always carry over to the compiled library. So after building with a fresh table,
-run the bench (fbngrad against fbngrad-hand, README: "Tuning for your machine")
+run the bench (fbngrad against fbngrad-hand, docs/tuning.md)
 and give it to this script: each table entry whose tuned variant is not at least
 --min-speedup times the hand schedule there (geo-mean over the bench's shapes of
 that class), or that the bench has no shape for, goes back to the hand schedule.

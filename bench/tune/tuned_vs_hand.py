@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The bench's view of tuning: fbngrad (the dispatcher, with the tuned schedules)
 against fbngrad-hand (the same ISA, hand schedules), per shape and per shape
-class, from fbngrad_bench's JSON (README: "Tuning for your machine"):
+class, from fbngrad_bench's JSON (docs/tuning.md):
 
   fbngrad_bench --fbngrad_shapes=catalogue \\
       '--benchmark_filter=^fbngrad(-hand)?/[^/]+/[^/]+/[^/]+/[^/]+/real_time' \\

@@ -4,7 +4,7 @@
 #   QEMU_CPU=max         has the ARMv8.2 FP16 extension: the neon and the arm_fp16 variants run
 #   QEMU_CPU=cortex-a53  lacks it: arm_fp16 is reported unsupported and the dispatcher falls back to neon
 # The Halide generator runs on the host: the cross build imports the one the
-# main build (FBNGRAD_MAIN_BUILD, already built) exports (README "Building for ARM").
+# main build (FBNGRAD_MAIN_BUILD, already built) exports (docs/arm.md).
 # The TensorFlow parity tests are not run under emulation; Google Benchmark is off.
 # Budget: about 5 minutes on 2 cores (build ~3, each ctest run ~1).
 set -euo pipefail

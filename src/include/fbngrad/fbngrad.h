@@ -163,7 +163,7 @@ typedef struct fbngrad_variant_info {
     int32_t supported;     /* this machine can run it */
     const char *shape_classes; /* "" for a hand-scheduled variant (it serves every shape);
                                 * for a tuned one (fbngrad_tune's schedule table), the shape
-                                * classes it serves, e.g. "cache,dram" (README: "Tuning") */
+                                * classes it serves, e.g. "cache,dram" (docs/tuning.md) */
 } fbngrad_variant_info;
 
 /* Number of compiled variants; fbngrad_variant(i) for 0 <= i < count, in dispatch
