@@ -92,8 +92,9 @@ Halide::Expr nhwc_rows_per_block(const BnGradFuncs &f, Halide::Expr preferred, b
 
 // The CPU schedules' NHWC combine of the sum blocks' partials (f.partial's
 // update, loops c, rso, n after the rfactor of rso into blocks of
-// rows_per_block rows): 32 channels a task, in parallel where it is large
-// enough. Serial, it was the time outside the parallel loops (1-8 % of a call,
+// rows_per_block rows): 32 channels a task, in parallel where its blocks·C
+// values make a task of `task_elements` (the pipeline's task_elements(f): on
+// a caller's runner the rule's size). Serial, it was the time outside the parallel loops (1-8 % of a call,
 // C·S/rows_per_block values) that capped the modelled speed-up on many cores.
 // Each channel still adds its blocks in order: the same bits.
 void schedule_nhwc_partial_combine(BnGradFuncs &f, const Halide::RVar &rso, Halide::Expr rows_per_block,

@@ -115,8 +115,8 @@ void block_threads(Stage st, const Var &c, const Var *t, std::vector<VarOrRVar> 
         st.gpu_threads(lci);
 }
 
-// Kernel 1, NHWC: the sums of chunks of kChunkRows rows. Returns the Func
-// that holds them (chunk(c, n, u), a global buffer), which kernel 2 adds.
+// Kernel 1, NHWC: the sums of chunks of kChunkRows rows, chunk(c, n, u),
+// written to a global buffer by its wrapper; kernel 2 adds them.
 void schedule_chunk_sums_nhwc(BnGradFuncs &f) {
     Var &c = f.c, &n = f.n;
     Var u("u"), t("t"), co("co"), ci("ci"), cn("cn"), blk("blk");

@@ -274,7 +274,7 @@ TEST_P(EveryVariant, EveryLoopOffersEnoughTasks) {
 }
 
 // The NHWC combine of the sum blocks' partials runs in parallel where its
-// values make a task by the rule (16384): 64 blocks of 1024 channels here, a
+// values make a task of the call's size, on a runner the rule's (16384 here): 64 blocks of 1024 channels here, a
 // task per 32 channels (and no other loop of 32 tasks: the sums and x_backprop
 // have 64). Serial, it capped the modelled speed-up on many cores
 // (docs/threads.md).
