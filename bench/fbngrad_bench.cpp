@@ -31,6 +31,8 @@
 //   --fbngrad_task_report=FILE   also time each fbngrad benchmark's tasks, one after the other
 //                                (task_report.h): counters loops, min_tasks and longest_task_share,
 //                                and FILE (JSON) for bench/task_model.py
+//   --fbngrad_task_order=reverse the task report's runner takes each loop's tasks last to first
+//                                (default: index order; task_report.h says why)
 // Without --benchmark_filter the run is limited to a default subset (hot float32, every
 // peer, and the bandwidth probe); --benchmark_filter=all runs everything.
 #include <benchmark/benchmark.h>
@@ -329,6 +331,16 @@ int main(int argc, char **argv) {
         }
         if (i > 0 && std::strncmp(a, "--fbngrad_task_report=", 22) == 0 && a[22]) {
             g_task_report = a + 22;
+            continue;
+        }
+        if (i > 0 && std::strncmp(a, "--fbngrad_task_order=", 21) == 0) {
+            const std::string order = a + 21;
+            if (order != "index" && order != "reverse") {
+                std::fprintf(stderr, "fbngrad_bench: --fbngrad_task_order wants index or reverse, got '%s'\n",
+                             order.c_str());
+                return 1;
+            }
+            set_task_order_reversed(order == "reverse");
             continue;
         }
         if (i > 0 && std::strcmp(a, "--fbngrad_input_digest") == 0) {

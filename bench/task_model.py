@@ -5,17 +5,30 @@ For each benchmark: the tasks of each parallel loop, the many-core rule's minimu
 (min(256, elements / 16384)), and the speed-up a call would reach on P cores,
 MODELLED from the serially measured task times (not measured on P cores):
 
-    time(P) = serial + sum over loops of sum over waves of the longest task in the wave
+    time(P) = serial + sum over loops of the loop's time on P cores
 
-where a loop's tasks run in waves of P in index order, and `serial` is the call's time
-outside every task (the per-channel work between the loops, the call's own overhead).
+where `serial` is the call's time outside every task (the per-channel work between the
+loops, the call's own overhead), and a loop's time on P cores is, by --schedule:
+  greedy (default)  each task, in index order, goes to the core that is free first: a
+                    runner that hands out tasks from a shared counter or steals work
+                    (fbngrad's own pool, Halide's, OpenMP's schedule(dynamic), oneTBB)
+  waves             the tasks in waves of P, each wave as long as its longest task: a
+                    runner with a barrier after every P tasks, which none of those has;
+                    the pessimistic bound
 Memory bandwidth is ignored: on a real machine the large shapes stop at the memory's
 limit well before P cores (docs/threads.md).
 
-    build/venv/bin/python bench/task_model.py report.json [--cores 4,8,16,32,64] [--markdown]
+    build/venv/bin/python bench/task_model.py report.json [--cores 4,8,16,32,64] [--schedule greedy] [--markdown]
+
+With --reversed REPORT (a report of the same benchmarks taken with fbngrad_bench
+--fbngrad_task_order=reverse), it prints instead, for each loop of 16 tasks or more, how
+alike the two orders time the same task (Pearson's r over the tasks) and the spread (the
+longest task over the median) in each: a spread that follows the task (r near 1) is in
+its data and a parallel run has it too; one that does not is the order or noise.
 """
 
 import argparse
+import heapq
 import json
 import math
 import sys
@@ -48,13 +61,25 @@ def loop_requirements(elements, loop_work):
     return out
 
 
-def loop_time(task_us, cores):
+def loop_time_waves(task_us, cores):
     """One loop's modelled time: its tasks in waves of `cores`, each wave as long as its longest task."""
     return sum(max(task_us[i:i + cores]) for i in range(0, len(task_us), cores))
 
 
-def model(bench, cores):
+def loop_time_greedy(task_us, cores):
+    """One loop's modelled time: each task, in index order, on the core that is free first."""
+    free_at = [0.0] * min(cores, len(task_us))
+    for t in task_us:
+        heapq.heapreplace(free_at, free_at[0] + t)
+    return max(free_at, default=0.0)
+
+
+LOOP_TIME = {"greedy": loop_time_greedy, "waves": loop_time_waves}
+
+
+def model(bench, cores, schedule="greedy"):
     """{P: modelled speed-up} for one benchmark of the report."""
+    loop_time = LOOP_TIME[schedule]
     loops = [loop["task_us"] for loop in bench["loops"]]
     call = bench["call_us"]
     serial = max(0.0, call - sum(sum(t) for t in loops))
@@ -65,7 +90,7 @@ def model(bench, cores):
     return out
 
 
-def rows(report, cores):
+def rows(report, cores, schedule="greedy"):
     """One dict per benchmark: name, elements, tasks per loop, required, meets, serial share, speed-ups."""
     out = []
     for b in report["benchmarks"]:
@@ -80,8 +105,44 @@ def rows(report, cores):
             "required": needs,
             "meets": all(t >= need for t, need in zip(tasks, needs)),
             "serial_share": max(0.0, b["call_us"] - work) / b["call_us"] if b["call_us"] > 0 else 0.0,
-            "speedup": model(b, cores),
+            "speedup": model(b, cores, schedule),
         })
+    return out
+
+
+def pearson(xs, ys):
+    """Pearson's correlation of two equally long lists (0 where either is constant)."""
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    sx = math.sqrt(sum((x - mx) ** 2 for x in xs))
+    sy = math.sqrt(sum((y - my) ** 2 for y in ys))
+    return sxy / (sx * sy) if sx > 0 and sy > 0 else 0.0
+
+
+def spread(task_us):
+    """The longest task over the median task."""
+    ordered = sorted(task_us)
+    mid = len(ordered) // 2
+    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    return max(task_us) / median if median > 0 else math.inf
+
+
+def order_rows(report, reversed_report, min_tasks=16):
+    """Per loop of at least min_tasks tasks: (name, loop, tasks, r, spread in index order, reversed)."""
+    other = {b["name"]: b for b in reversed_report["benchmarks"]}
+    out = []
+    for b in report["benchmarks"]:
+        r = other.get(b["name"])
+        if r is None:
+            continue
+        if len(r["loops"]) != len(b["loops"]):
+            raise ValueError(f"{b['name']}: {len(b['loops'])} loops against {len(r['loops'])} in the reversed report")
+        for i, (a, z) in enumerate(zip(b["loops"], r["loops"])):
+            if len(a["task_us"]) != len(z["task_us"]):
+                raise ValueError(f"{b['name']} loop {i}: {len(a['task_us'])} tasks against {len(z['task_us'])}")
+            if len(a["task_us"]) >= min_tasks:
+                out.append((short_name(b["name"]), i, len(a["task_us"]), pearson(a["task_us"], z["task_us"]),
+                            spread(a["task_us"]), spread(z["task_us"])))
     return out
 
 
@@ -91,11 +152,7 @@ def short_name(name):
     return " ".join(parts[1:]) if parts and parts[0].startswith("fbngrad") else " ".join(parts)
 
 
-def format_table(table, cores, markdown):
-    head = ["case", "tasks per loop", "rule", "meets", "serial"] + [f"P={p}" for p in cores]
-    body = [[short_name(r["name"]), ", ".join(map(str, r["tasks"])), ", ".join(map(str, r["required"])),
-             "yes" if r["meets"] else "NO", f"{100 * r['serial_share']:.1f} %"] +
-            [f"{r['speedup'][p]:.1f}" for p in cores] for r in table]
+def format_rows(head, body, markdown):
     if markdown:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines += ["| " + " | ".join(row) + " |" for row in body]
@@ -103,6 +160,14 @@ def format_table(table, cores, markdown):
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
     fmt = lambda row: "  ".join(x.ljust(w) for x, w in zip(row, widths))  # noqa: E731
     return "\n".join([fmt(head)] + [fmt(row) for row in body])
+
+
+def format_table(table, cores, markdown):
+    head = ["case", "tasks per loop", "rule", "meets", "serial"] + [f"P={p}" for p in cores]
+    body = [[short_name(r["name"]), ", ".join(map(str, r["tasks"])), ", ".join(map(str, r["required"])),
+             "yes" if r["meets"] else "NO", f"{100 * r['serial_share']:.1f} %"] +
+            [f"{r['speedup'][p]:.1f}" for p in cores] for r in table]
+    return format_rows(head, body, markdown)
 
 
 def parse_cores(text):
@@ -119,20 +184,40 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("report", help="the JSON file of fbngrad_bench --fbngrad_task_report")
     ap.add_argument("--cores", type=parse_cores, default=[4, 8, 16, 32, 64], help="P values (default 4,8,16,32,64)")
+    ap.add_argument("--schedule", choices=sorted(LOOP_TIME), default="greedy",
+                    help="how a runner hands out a loop's tasks (default greedy; see the module's doc)")
     ap.add_argument("--markdown", action="store_true", help="a Markdown table")
+    ap.add_argument("--reversed", metavar="REPORT",
+                    help="compare with a report taken with --fbngrad_task_order=reverse (see the module's doc)")
     args = ap.parse_args(argv)
     try:
         with open(args.report) as f:
             report = json.load(f)
-        table = rows(report, args.cores)
+        if args.reversed:
+            with open(args.reversed) as f:
+                reversed_report = json.load(f)
+            pairs = order_rows(report, reversed_report)
+        table = rows(report, args.cores, args.schedule)
     except (OSError, ValueError, KeyError, TypeError) as e:
-        print(f"task_model.py: cannot read {args.report}: {e}", file=sys.stderr)
+        print(f"task_model.py: cannot read {args.report}{' or ' + args.reversed if args.reversed else ''}: {e}",
+              file=sys.stderr)
         return 1
     if not table:
         print(f"task_model.py: {args.report} holds no benchmark (was --fbngrad_task_report given a filter "
               "that matched fbngrad benchmarks?)", file=sys.stderr)
         return 1
-    print("Modelled speed-up on P cores from serially timed tasks (memory bandwidth ignored).")
+    if args.reversed:
+        if not pairs:
+            print(f"task_model.py: no loop of 16 tasks or more is in both {args.report} and {args.reversed}",
+                  file=sys.stderr)
+            return 1
+        print("The same task timed in index order and in reverse: r (Pearson) and spread (longest / median).")
+        head = ["case", "loop", "tasks", "r", "spread (index)", "spread (reverse)"]
+        body = [[n, str(i), str(t), f"{r:.2f}", f"{a:.2f}", f"{z:.2f}"] for n, i, t, r, a, z in pairs]
+        print(format_rows(head, body, args.markdown))
+        return 0
+    how = {"greedy": "each task to the core free first", "waves": "tasks in waves of P"}[args.schedule]
+    print(f"Modelled speed-up on P cores from serially timed tasks ({how}; memory bandwidth ignored).")
     print(format_table(table, args.cores, args.markdown))
     return 0
 

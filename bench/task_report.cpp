@@ -16,16 +16,19 @@ using Clock = std::chrono::steady_clock;
 
 double us_since(Clock::time_point t0) { return std::chrono::duration<double, std::micro>(Clock::now() - t0).count(); }
 
-// The timing runner: the tasks in index order on this thread, each timed.
+bool g_reversed = false;  // set_task_order_reversed
+
+// The timing runner: the tasks one after the other on this thread (in index
+// order, or the reverse), each timed and its time kept at its index.
 struct Timer {
     std::vector<std::vector<double>> loops;
     static int run(void *self, int32_t count, fbngrad_task_fn task, void *task_ctx) {
-        auto &loop = static_cast<Timer *>(self)->loops.emplace_back();
-        loop.reserve(size_t(count));
-        for (int32_t i = 0; i < count; ++i) {
+        auto &loop = static_cast<Timer *>(self)->loops.emplace_back(size_t(count), 0.0);
+        for (int32_t k = 0; k < count; ++k) {
+            const int32_t i = g_reversed ? count - 1 - k : k;
             const Clock::time_point t0 = Clock::now();
             if (int rc = task(task_ctx, i)) return rc;
-            loop.push_back(us_since(t0));
+            loop[size_t(i)] = us_since(t0);
         }
         return 0;
     }
@@ -60,6 +63,8 @@ double runner_overhead_us() {
 }
 
 }  // namespace
+
+void set_task_order_reversed(bool reversed) { g_reversed = reversed; }
 
 int32_t TaskProfile::min_tasks() const {
     int32_t m = 0;
@@ -135,6 +140,7 @@ bool write_task_report(const std::string &path, const std::string &cpu, std::str
         {"fbngrad_version", fbngrad_version()},
         {"cpu", cpu},
         {"runner_overhead_us_per_task", runner_overhead_us()},
+        {"task_order", g_reversed ? "reverse" : "index"},
         {"benchmarks", g_report}};
     const std::string tmp = path + ".tmp";
     {

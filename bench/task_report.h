@@ -26,6 +26,12 @@ struct TaskProfile {
 // loops differ between calls.
 bool profile_tasks(const std::function<bool()> &call, int repeats, TaskProfile *out, std::string *err);
 
+// The order the timing runner runs a loop's tasks in (times are kept by index
+// either way). Reverse tells a task's own cost from its place in the order:
+// a slow task that stays slow when it runs last is slow by its data (where
+// its part of the tensors lies), not by what ran before it.
+void set_task_order_reversed(bool reversed);
+
 // Collects profiles and writes them as JSON (the format task_model.py reads).
 void add_to_task_report(const std::string &benchmark, int64_t elements, const TaskProfile &p);
 bool write_task_report(const std::string &path, const std::string &cpu, std::string *err);

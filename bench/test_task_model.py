@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""task_model.py on hand-made task reports: the rule's minimum, waves of P, the serial part."""
+"""task_model.py on hand-made task reports: the rule's minimum, greedy runners and waves of P, the serial part."""
 
 import contextlib
 import io
@@ -47,8 +47,26 @@ class Rule(unittest.TestCase):
 class Model(unittest.TestCase):
     def test_waves(self):
         # 5 tasks in waves of 2: (3, 1), (2, 2), (5) -> 3 + 2 + 5.
-        self.assertEqual(task_model.loop_time([3, 1, 2, 2, 5], 2), 10)
-        self.assertEqual(task_model.loop_time([3, 1, 2, 2, 5], 8), 5)
+        self.assertEqual(task_model.loop_time_waves([3, 1, 2, 2, 5], 2), 10)
+        self.assertEqual(task_model.loop_time_waves([3, 1, 2, 2, 5], 8), 5)
+
+    def test_greedy(self):
+        # 2 cores: a takes 3 (free at 3), b 1 (1); b takes 2 (3); a 2 (5); b 5 (8).
+        self.assertEqual(task_model.loop_time_greedy([3, 1, 2, 2, 5], 2), 8)
+        self.assertEqual(task_model.loop_time_greedy([3, 1, 2, 2, 5], 8), 5)
+        self.assertEqual(task_model.loop_time_greedy([4.0] * 6, 3), 8)
+        self.assertEqual(task_model.loop_time_greedy([], 4), 0)
+        # Slow and fast tasks in turn (32 us on 4 cores, 8 at best): a barrier every P
+        # tasks waits for a slow one each time (4 waves of 3), a shared counter nearly evens
+        # them out (worked by hand: the cores end at 7, 8, 8 and 9).
+        spread = [3.0, 1.0] * 8
+        self.assertEqual(task_model.loop_time_waves(spread, 4), 12)
+        self.assertEqual(task_model.loop_time_greedy(spread, 4), 9)
+
+    def test_schedules_in_the_model(self):
+        b = bench(16384 * 16, 32.0, [3.0, 1.0] * 8)
+        self.assertAlmostEqual(task_model.model(b, [4])[4], 32.0 / 9.0)
+        self.assertAlmostEqual(task_model.model(b, [4], "waves")[4], 32.0 / 12.0)
 
     def test_speedup_with_serial_part(self):
         # 16 equal tasks of 1 us and 4 us outside them: P=4 -> 4 + 4 = 8 us of 20.
@@ -68,6 +86,32 @@ class Model(unittest.TestCase):
         self.assertAlmostEqual(row["serial_share"], 6.0 / 130.0)
 
 
+class Order(unittest.TestCase):
+    def test_pearson_and_spread(self):
+        self.assertAlmostEqual(task_model.pearson([1, 2, 3], [2, 4, 6]), 1.0)
+        self.assertAlmostEqual(task_model.pearson([1, 2, 3], [3, 2, 1]), -1.0)
+        self.assertEqual(task_model.pearson([1, 1, 1], [1, 2, 3]), 0.0)
+        self.assertAlmostEqual(task_model.spread([1.0, 2.0, 2.0, 4.0]), 2.0)
+        self.assertAlmostEqual(task_model.spread([1.0, 2.0, 6.0]), 3.0)
+
+    def test_order_rows(self):
+        slow_every_third = [3.0 if i % 3 == 0 else 1.0 for i in range(18)]
+        a = {"benchmarks": [bench(16384 * 18, 40.0, slow_every_third, [1.0] * 4)]}
+        # The same tasks slow when reversed (noise aside): their data, r near 1.
+        same = {"benchmarks": [bench(16384 * 18, 40.0, [t * 1.1 for t in slow_every_third], [1.0] * 4)]}
+        (row,) = task_model.order_rows(a, same)  # the loop of 4 tasks is left out
+        self.assertEqual(row[1:3], (0, 18))
+        self.assertAlmostEqual(row[3], 1.0)
+        self.assertAlmostEqual(row[4], 3.0)
+        # Slow where the order put them: other tasks, r below 0.
+        moved = {"benchmarks": [bench(16384 * 18, 40.0, [3.0 if i % 3 == 1 else 1.0 for i in range(18)], [1.0] * 4)]}
+        self.assertLess(task_model.order_rows(a, moved)[0][3], 0.0)
+        with self.assertRaises(ValueError):
+            task_model.order_rows(a, {"benchmarks": [bench(16384 * 18, 40.0, [1.0] * 17, [1.0] * 4)]})
+        with self.assertRaises(ValueError):
+            task_model.order_rows(a, {"benchmarks": [bench(16384 * 18, 40.0, slow_every_third)]})
+
+
 class Cli(unittest.TestCase):
     def run_main(self, *argv):
         out, err = io.StringIO(), io.StringIO()
@@ -83,6 +127,22 @@ class Cli(unittest.TestCase):
             code, out, _ = self.run_main(good, "--cores", "2,4", "--markdown")
             self.assertEqual(code, 0)
             self.assertIn("| float32 NHWC train 1,1,1,1 | 4 | 4 | yes | 0.0 % | 2.0 | 4.0 |", out)
+            self.assertIn("each task to the core free first", out)
+            code, out, _ = self.run_main(good, "--cores", "4", "--schedule", "waves")
+            self.assertEqual(code, 0)
+            self.assertIn("waves of P", out)
+            with self.assertRaises(SystemExit):
+                with contextlib.redirect_stderr(io.StringIO()):
+                    task_model.main([good, "--schedule", "static"])
+            # --reversed: a table of the loops of 16 tasks or more; none here, an error.
+            self.assertEqual(self.run_main(good, "--reversed", good)[0], 1)
+            big = os.path.join(d, "big.json")
+            with open(big, "w") as f:
+                json.dump({"benchmarks": [bench(16384 * 16, 20.0, [1.0, 2.0] * 8)]}, f)
+            code, out, _ = self.run_main(big, "--reversed", big, "--markdown")
+            self.assertEqual(code, 0)
+            self.assertIn("| float32 NHWC train 1,1,1,1 | 0 | 16 | 1.00 | 1.33 | 1.33 |", out)
+            self.assertEqual(self.run_main(big, "--reversed", os.path.join(d, "missing.json"))[0], 1)
             empty = os.path.join(d, "empty.json")
             with open(empty, "w") as f:
                 json.dump({"benchmarks": []}, f)
