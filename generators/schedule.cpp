@@ -97,13 +97,15 @@ void schedule_nhwc_partial_combine(BnGradFuncs &f, const RVar &rso, Expr rows_pe
                                    int vec) {
     const Var &c = f.c, &n = f.n;
     const TailStrategy guard = TailStrategy::GuardWithIf;
-    // 32 channels a task: two whole cache lines of each block's row, read
-    // down the blocks (8 channels read half a line, and two tasks shared it).
-    // On 2 cores neither width was measurably faster: there the cost is the
-    // blocks' partials themselves (docs/threads.md, the 2-core A/B). C/32
-    // tasks meet the rule for the blocks·C values this loop adds while
-    // blocks <= 512 (the catalogue's largest: 448).
-    const int width = 32;
+    // 16 channels a task: one whole 64-byte line of each block's float32
+    // partials, read down the blocks (8 channels read half a line, and two
+    // tasks shared it). On 2 cores no width was measurably faster: there the
+    // cost is the blocks' partials themselves (docs/threads.md, the 2-core
+    // A/B). C/16 tasks meet the rule for the blocks·C values this loop adds
+    // while blocks <= 1024 (the catalogue's largest: 448); 32 channels left
+    // C = 256 with 8 tasks of 0.1-0.2 ms in all, more time than the rule's 7
+    // tasks of its values suggest (the model's requirement: 10-12).
+    const int width = 16;
     Var co("co"), ci("ci");
     f.partial.compute_root().vectorize(c, vec, guard);
     Stage combine = f.partial.update();
@@ -117,30 +119,57 @@ void schedule_nhwc_partial_combine(BnGradFuncs &f, const RVar &rso, Expr rows_pe
     combine.specialize(blocks * f.C >= max(kElementsPerTask, task_elements)).parallel(co);
 }
 
-void schedule_nhwc_block_sums(Stage blocks, const BnGradFuncs &f, const RVar &rsi, const Var &so,
+void schedule_nhwc_block_sums(Func block, const BnGradFuncs &f, const RVar &rsi, const Var &so,
                               Expr rows_per_block, Expr task_elements, const std::vector<int> &widths) {
     const Var &c = f.c, &n = f.n;
     const TailStrategy guard = TailStrategy::GuardWithIf;
-    blocks.reorder(c, rsi, so, n);
+    using namespace Halide::Internal;
     // More channels than a strip: each task sums a strip of channels over a
     // block's rows (runtime/task_size.h, strip_channels), so the tasks meet the
     // rule with blocks of many rows. Whole rows where they fit a task (fbngrad's
     // own pool on few cores). Only the work's placement: the same bits.
+    const Expr width = Call::make(Int(32), "fbng_strip_channels",
+                                  {f.C, rows_per_block, task_elements, Expr(kStripChannels)}, Call::PureExtern);
+    // Split into vectors first, then the vectors into strips: a strip's end is
+    // then a loop bound, not a masked vector. (Split the other way, the last
+    // strip's masked-off vectors past C seemingly still took their cache lines,
+    // which the next block's task was writing on another core: with 64-channel
+    // strips, 8,14,14,96 ran 6x slower on 2 threads than on 1, on Zen 3.)
+    const int lanes = std::min(widths.front(), kStripChannels);
+    const Expr vectors_per_strip = max(1, (width + lanes - 1) / lanes);
+    const Expr strips = f.C > kStripChannels;
+
+    // The zeroing of the blocks' partials (the pure stage). On one thread it
+    // was most of a small NHWC call's time outside its tasks (2-3 % of
+    // 32,7,7,512 on the timing runner), which caps the speed-up on many cores.
+    // In parallel with the sums' own tasks (a task zeroes what the same task
+    // of the sums' loop then adds into) where its values make a task of the
+    // call's size, as the combine (schedule_nhwc_partial_combine): on fbngrad's
+    // own pool of few threads it stays one loop on one thread, a few
+    // microseconds, less than a parallel loop costs.
+    block.compute_root();
     {
-        using namespace Halide::Internal;
-        Expr width = Call::make(Int(32), "fbng_strip_channels",
-                                {f.C, rows_per_block, task_elements, Expr(kStripChannels)}, Call::PureExtern);
-        // Split into vectors first, then the vectors into strips: a strip's
-        // end is then a loop bound, not a masked vector. (Split the other way,
-        // the last strip's masked-off vectors past C seemingly still took
-        // their cache lines, which the next block's task was writing on another core:
-        // with 64-channel strips, 8,14,14,96 ran 6x slower on 2 threads than
-        // on 1, on Zen 3.)
-        const int lanes = std::min(widths.front(), kStripChannels);
         Var cv("cv"), cl("cl"), cs("cs"), cvi("cvi"), task("so_strip");
-        blocks.specialize(f.C > kStripChannels)
+        const Expr blocks = (f.S + rows_per_block - 1) / max(rows_per_block, 1);
+        const Expr in_parallel = blocks * f.C >= max(kElementsPerTask, task_elements);
+        block.specialize(in_parallel && strips)
             .split(c, cv, cl, lanes, guard)
-            .split(cv, cs, cvi, max(1, (width + lanes - 1) / lanes), guard)
+            .split(cv, cs, cvi, vectors_per_strip, guard)
+            .reorder(cl, cvi, cs, so, n)
+            .fuse(cs, so, task)
+            .parallel(task)
+            .vectorize(cl);
+        block.specialize(in_parallel).parallel(so).vectorize(c, lanes, guard);
+        block.vectorize(c, lanes, guard);
+    }
+
+    Stage blocks = block.update();
+    blocks.reorder(c, rsi, so, n);
+    {
+        Var cv("cv"), cl("cl"), cs("cs"), cvi("cvi"), task("so_strip");
+        blocks.specialize(strips)
+            .split(c, cv, cl, lanes, guard)
+            .split(cv, cs, cvi, vectors_per_strip, guard)
             .reorder(cl, cvi, rsi, cs, so, n)
             .fuse(cs, so, task)
             .parallel(task)

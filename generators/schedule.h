@@ -92,7 +92,7 @@ Halide::Expr nhwc_rows_per_block(const BnGradFuncs &f, Halide::Expr preferred, b
 
 // The CPU schedules' NHWC combine of the sum blocks' partials (f.partial's
 // update, loops c, rso, n after the rfactor of rso into blocks of
-// rows_per_block rows): 32 channels a task, in parallel where its blocks·C
+// rows_per_block rows): 16 channels a task, in parallel where its blocks·C
 // values make a task of `task_elements` (the pipeline's task_elements(f): on
 // a caller's runner the rule's size). Serial, it was the time outside the parallel loops (1-8 % of a call,
 // C·S/rows_per_block values) that capped the modelled speed-up on many cores.
@@ -100,14 +100,16 @@ Halide::Expr nhwc_rows_per_block(const BnGradFuncs &f, Halide::Expr preferred, b
 void schedule_nhwc_partial_combine(BnGradFuncs &f, const Halide::RVar &rso, Halide::Expr rows_per_block,
                                    Halide::Expr task_elements, int vec);
 
-// The CPU schedules' NHWC sum blocks, the rfactor'd stage `blocks` (loops c,
-// rsi, so, n from innermost): parallel over the blocks of rows `so`, and above
-// kStripChannels channels over strips of channels too; small C in registers
-// (specialize_nhwc_row_sums), the rest vectorized over channels with `widths`
-// (widest first). `task_elements`: the pipeline's task_elements(f) (one
-// Expr a pipeline: each call of task_elements() makes a user_context
-// parameter of its own, and Halide refuses two).
-void schedule_nhwc_block_sums(Halide::Stage blocks, const BnGradFuncs &f, const Halide::RVar &rsi,
+// The CPU schedules' NHWC sum blocks, the rfactor'd Func `block` (compute_root
+// here; its update's loops c, rsi, so, n from innermost): parallel over the
+// blocks of rows `so`, and above kStripChannels channels over strips of
+// channels too; small C in registers (specialize_nhwc_row_sums), the rest
+// vectorized over channels with `widths` (widest first). Its zeroing (the
+// pure stage) runs on the same tasks where large enough to be worth a
+// parallel loop. `task_elements`: the pipeline's task_elements(f) (one Expr a
+// pipeline: each call of task_elements() makes a user_context parameter of
+// its own, and Halide refuses two).
+void schedule_nhwc_block_sums(Halide::Func block, const BnGradFuncs &f, const Halide::RVar &rsi,
                               const Halide::Var &so, Halide::Expr rows_per_block, Halide::Expr task_elements,
                               const std::vector<int> &widths);
 

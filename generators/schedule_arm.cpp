@@ -70,8 +70,7 @@ void schedule_arm(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
             Var so("so");
             f.partial.update().split(f.rs.x, rso, rsi, rows_per_block);
             Func block = f.partial.update().rfactor(rso, so);
-            block.compute_root().vectorize(c, vec, guard);
-            schedule_nhwc_block_sums(block.update(), f, rsi, so, rows_per_block, call_task_elements,
+            schedule_nhwc_block_sums(block, f, rsi, so, rows_per_block, call_task_elements,
                                      nhwc_channel_widths(vec));
 
             schedule_nhwc_partial_combine(f, rso, rows_per_block, call_task_elements, vec);

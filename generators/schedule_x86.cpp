@@ -118,16 +118,16 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
             RVar rso("rso"), rsi("rsi");
             f.partial.update().split(f.rs.x, rso, rsi, rows_per_block);
             block = f.partial.update().rfactor(rso, so);
-            block.compute_root().vectorize(c, vec, guard);
-            Stage blocks = block.update();
             if (one_pass) {
+                block.compute_root().vectorize(c, vec, guard);
+                Stage blocks = block.update();
                 // compute_with allows no specializations, so the register sums
                 // cannot serve here. Each vector of channels summing the
                 // block's rows as a strided strip (accumulators in registers for
                 // any C) was tried: 1.25-1.66x slower in the tuner's dram screening.
                 blocks.reorder(c, rsi, so, n).parallel(so).vectorize(c, vec, guard);
             } else {
-                schedule_nhwc_block_sums(blocks, f, rsi, so, rows_per_block, call_task_elements, widths);
+                schedule_nhwc_block_sums(block, f, rsi, so, rows_per_block, call_task_elements, widths);
             }
 
             schedule_nhwc_partial_combine(f, rso, rows_per_block, call_task_elements, vec);
