@@ -147,9 +147,11 @@ void schedule_nhwc_block_sums(Func block, const BnGradFuncs &f, const RVar &rsi,
     // call's size, as the combine (schedule_nhwc_partial_combine): on fbngrad's
     // own pool of few threads it stays one loop on one thread, a few
     // microseconds, less than a parallel loop costs.
+    // Its parallel loops are named kZeroingLoopName: they only store zeros,
+    // with no arithmetic, which tests/check_vectorized.py needs to know.
     block.compute_root();
     {
-        Var cv("cv"), cl("cl"), cs("cs"), cvi("cvi"), task("so_strip");
+        Var cv("cv"), cl("cl"), cs("cs"), cvi("cvi"), task(kZeroingLoopName), zero(kZeroingLoopName);
         const Expr blocks = (f.S + rows_per_block - 1) / max(rows_per_block, 1);
         const Expr in_parallel = blocks * f.C >= max(kElementsPerTask, task_elements);
         block.specialize(in_parallel && strips)
@@ -159,7 +161,7 @@ void schedule_nhwc_block_sums(Func block, const BnGradFuncs &f, const RVar &rsi,
             .fuse(cs, so, task)
             .parallel(task)
             .vectorize(cl);
-        block.specialize(in_parallel).parallel(so).vectorize(c, lanes, guard);
+        block.specialize(in_parallel).rename(so, zero).parallel(zero).vectorize(c, lanes, guard);
         block.vectorize(c, lanes, guard);
     }
 

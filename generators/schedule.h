@@ -125,6 +125,11 @@ constexpr int kStripChannels = 512;
 // loops of this name go without vector arithmetic.
 inline const char *const kScalarLoopName = "so_scalar";
 
+// The name of the parallel loops that zero the NHWC sum blocks' partials
+// (schedule_nhwc_block_sums): vector stores and no arithmetic, which
+// tests/check_vectorized.py checks for loops of this name instead.
+inline const char *const kZeroingLoopName = "so_zero";
+
 // The vector widths (float lanes) of the NHWC channel loops, widest first:
 // vec, vec/2, ... down to 4 (the narrowest register of every CPU target).
 std::vector<int> nhwc_channel_widths(int vec);
