@@ -55,6 +55,18 @@ Expr even_piece(Expr units, Expr capped) {
     return max(1, Call::make(Int(32), "fbng_even_piece", {units, capped}, Call::PureExtern));
 }
 
+// Whether the NHWC loops over the blocks' partials (their zeroing, their
+// combine) run in parallel: where their blocks·C values make a task of the
+// call's size (the rule's on a caller's runner). Below that such a loop is a
+// few microseconds, less than a parallel loop costs a call on a framework's
+// pool; on fbngrad's own pool of 2 threads that keeps both serial on the
+// catalogue (the 2-core A/B, docs/threads.md), on many threads they are
+// parallel where large.
+Expr partials_in_parallel(const BnGradFuncs &f, Expr rows_per_block, Expr task_elements) {
+    const Expr blocks = (f.S + rows_per_block - 1) / max(rows_per_block, 1);
+    return blocks * f.C >= max(kElementsPerTask, task_elements);
+}
+
 }  // namespace
 
 Expr piece_for_tasks(const BnGradFuncs &f, Expr preferred, Expr unit_elements, Expr task_elements, Expr units) {
@@ -102,21 +114,16 @@ void schedule_nhwc_partial_combine(BnGradFuncs &f, const RVar &rso, Expr rows_pe
     // tasks shared it). On 2 cores no width was measurably faster: there the
     // cost is the blocks' partials themselves (docs/threads.md, the 2-core
     // A/B). C/16 tasks meet the rule for the blocks·C values this loop adds
-    // while blocks <= 1024 (the catalogue's largest: 448); 32 channels left
-    // C = 256 with 8 tasks of 0.1-0.2 ms in all, more time than the rule's 7
-    // tasks of its values suggest (the model's requirement: 10-12).
+    // while blocks <= 1024 (the catalogue's largest: 448). With 32 channels,
+    // C = 256 had 8 tasks of up to 19 us (0.1 ms in all, 32,56,56,256 on
+    // Zen 3): more time a value than the sums take an element, so the model
+    // asked for 10-12 (bench/task_model.py).
     const int width = 16;
     Var co("co"), ci("ci");
     f.partial.compute_root().vectorize(c, vec, guard);
     Stage combine = f.partial.update();
     combine.split(c, co, ci, width, guard).reorder(ci, rso, co, n).vectorize(ci, std::min(vec, 8), guard);
-    // In parallel only where its values make a task of the call's size (the
-    // rule's on a caller's runner): below that it is a few microseconds, less
-    // than a parallel loop costs a call on a framework's pool. On fbngrad's
-    // own pool of 2 threads that keeps it serial on the catalogue (2-core
-    // A/B, docs/threads.md), on many threads it is parallel where large.
-    Expr blocks = (f.S + rows_per_block - 1) / max(rows_per_block, 1);
-    combine.specialize(blocks * f.C >= max(kElementsPerTask, task_elements)).parallel(co);
+    combine.specialize(partials_in_parallel(f, rows_per_block, task_elements)).parallel(co);
 }
 
 void schedule_nhwc_block_sums(Func block, const BnGradFuncs &f, const RVar &rsi, const Var &so,
@@ -143,23 +150,20 @@ void schedule_nhwc_block_sums(Func block, const BnGradFuncs &f, const RVar &rsi,
     // was most of a small NHWC call's time outside its tasks (2-3 % of
     // 32,7,7,512 on the timing runner), which caps the speed-up on many cores.
     // In parallel with the sums' own tasks (a task zeroes what the same task
-    // of the sums' loop then adds into) where its values make a task of the
-    // call's size, as the combine (schedule_nhwc_partial_combine): on fbngrad's
-    // own pool of few threads it stays one loop on one thread, a few
-    // microseconds, less than a parallel loop costs.
+    // of the sums' loop then adds into) where the combine is parallel too
+    // (partials_in_parallel).
     // Its parallel loops are named kZeroingLoopName: they only store zeros,
     // with no arithmetic, which tests/check_vectorized.py needs to know.
     block.compute_root();
     {
-        Var cv("cv"), cl("cl"), cs("cs"), cvi("cvi"), task(kZeroingLoopName), zero(kZeroingLoopName);
-        const Expr blocks = (f.S + rows_per_block - 1) / max(rows_per_block, 1);
-        const Expr in_parallel = blocks * f.C >= max(kElementsPerTask, task_elements);
+        Var cv("cv"), cl("cl"), cs("cs"), cvi("cvi"), zero(kZeroingLoopName);
+        const Expr in_parallel = partials_in_parallel(f, rows_per_block, task_elements);
         block.specialize(in_parallel && strips)
             .split(c, cv, cl, lanes, guard)
             .split(cv, cs, cvi, vectors_per_strip, guard)
             .reorder(cl, cvi, cs, so, n)
-            .fuse(cs, so, task)
-            .parallel(task)
+            .fuse(cs, so, zero)
+            .parallel(zero)
             .vectorize(cl);
         block.specialize(in_parallel).rename(so, zero).parallel(zero).vectorize(c, lanes, guard);
         block.vectorize(c, lanes, guard);
