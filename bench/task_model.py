@@ -32,6 +32,7 @@ import argparse
 import heapq
 import json
 import math
+import statistics
 import sys
 
 RULE_MAX_TASKS = 256
@@ -113,18 +114,15 @@ def rows(report, cores, schedule="greedy"):
 
 def pearson(xs, ys):
     """Pearson's correlation of two equally long lists (0 where either is constant)."""
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
-    sx = math.sqrt(sum((x - mx) ** 2 for x in xs))
-    sy = math.sqrt(sum((y - my) ** 2 for y in ys))
-    return sxy / (sx * sy) if sx > 0 and sy > 0 else 0.0
+    try:
+        return statistics.correlation(xs, ys)
+    except statistics.StatisticsError:  # a constant list (or fewer than two values)
+        return 0.0
 
 
 def spread(task_us):
     """The longest task over the median task."""
-    ordered = sorted(task_us)
-    mid = len(ordered) // 2
-    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    median = statistics.median(task_us)
     return max(task_us) / median if median > 0 else math.inf
 
 
