@@ -26,6 +26,12 @@ With --reversed REPORT (a report of the same benchmarks taken with fbngrad_bench
 alike the two orders time the same task (Pearson's r over the tasks) and the spread (the
 longest task over the median) in each: a spread that follows the task (r near 1) is in
 its data and a parallel run has it too; one that does not is the order or noise.
+
+With --outside, it prints instead where each call's time outside its tasks falls, in
+microseconds on the timing runner: before the first loop (the call's checks, the choice of
+a kernel, the kernel's buffers), between each two loops (the per-channel work), after the
+last (the buffers' release, the return); from the report's gap_us (reports since
+2026-12-06). That time is serial on any number of cores.
 """
 
 import argparse
@@ -112,6 +118,17 @@ def rows(report, cores, schedule="greedy"):
     return out
 
 
+def outside_rows(report):
+    """(name, call_us, outside_us, before, [between...], after) per benchmark, from gap_us."""
+    out = []
+    for b in report["benchmarks"]:
+        gaps = b["gap_us"]
+        if len(gaps) != len(b["loops"]) + 1:
+            raise ValueError(f"{b['name']}: gap_us has {len(gaps)} values for {len(b['loops'])} loops")
+        out.append((b["name"], b["call_us"], sum(gaps), gaps[0], gaps[1:-1], gaps[-1]))
+    return out
+
+
 def pearson(xs, ys):
     """Pearson's correlation of two equally long lists (0 where either is constant)."""
     try:
@@ -188,7 +205,11 @@ def main(argv=None):
     ap.add_argument("--markdown", action="store_true", help="a Markdown table")
     ap.add_argument("--reversed", metavar="REPORT",
                     help="compare with a report taken with --fbngrad_task_order=reverse (see the module's doc)")
+    ap.add_argument("--outside", action="store_true",
+                    help="where each call's time outside its tasks falls (see the module's doc)")
     args = ap.parse_args(argv)
+    if args.outside and args.reversed:
+        ap.error("--outside and --reversed are two different tables: give one")
     try:
         with open(args.report) as f:
             report = json.load(f)
@@ -197,7 +218,15 @@ def main(argv=None):
                 reversed_report = json.load(f)
             pairs = order_rows(report, reversed_report)
         table = rows(report, args.cores, args.schedule)
-    except (OSError, ValueError, KeyError, TypeError) as e:
+        outside = outside_rows(report) if args.outside else None
+    except KeyError as e:
+        if args.outside and e.args == ("gap_us",):
+            print(f"task_model.py: {args.report} has no gap_us (a report from before 2026-12-06): --outside "
+                  "needs a report of a newer fbngrad_bench", file=sys.stderr)
+            return 1
+        print(f"task_model.py: cannot read {args.report}: {e}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError, TypeError) as e:
         print(f"task_model.py: cannot read {args.report}{' or ' + args.reversed if args.reversed else ''}: {e}",
               file=sys.stderr)
         return 1
@@ -213,6 +242,14 @@ def main(argv=None):
         print("The same task timed in index order and in reverse: r (Pearson) and spread (longest / median).")
         head = ["case", "loop", "tasks", "r", "spread (index)", "spread (reverse)"]
         body = [[n, str(i), str(t), f"{r:.2f}", f"{a:.2f}", f"{z:.2f}"] for n, i, t, r, a, z in pairs]
+        print(format_rows(head, body, args.markdown))
+        return 0
+    if args.outside:
+        print("Time outside the tasks on the timing runner (us): before the first loop, between loops, after the last.")
+        head = ["case", "call", "outside", "share", "before", "between", "after"]
+        body = [[short_name(n), f"{call:.1f}", f"{total:.2f}", f"{100 * total / call if call > 0 else 0:.1f} %",
+                 f"{before:.2f}", ", ".join(f"{g:.2f}" for g in between) or "-", f"{after:.2f}"]
+                for n, call, total, before, between, after in outside]
         print(format_rows(head, body, args.markdown))
         return 0
     how = {"greedy": "each task to the core free first", "waves": "tasks in waves of P"}[args.schedule]

@@ -21,15 +21,20 @@ bool g_reversed = false;  // set_task_order_reversed
 // The timing runner: the tasks one after the other on this thread (in index
 // order, or the reverse), each timed and its time kept at its index.
 struct Timer {
+    Clock::time_point call_start;
     std::vector<std::vector<double>> loops;
+    std::vector<double> edges;  // each loop's start and end, in us since call_start
     static int run(void *self, int32_t count, fbngrad_task_fn task, void *task_ctx) {
-        auto &loop = static_cast<Timer *>(self)->loops.emplace_back(size_t(count), 0.0);
+        Timer &timer = *static_cast<Timer *>(self);
+        timer.edges.push_back(us_since(timer.call_start));
+        auto &loop = timer.loops.emplace_back(size_t(count), 0.0);
         for (int32_t k = 0; k < count; ++k) {
             const int32_t i = g_reversed ? count - 1 - k : k;
             const Clock::time_point t0 = Clock::now();
             if (int rc = task(task_ctx, i)) return rc;
             loop[size_t(i)] = us_since(t0);
         }
+        timer.edges.push_back(us_since(timer.call_start));
         return 0;
     }
 };
@@ -89,6 +94,7 @@ bool profile_tasks(const std::function<bool()> &call, int repeats, TaskProfile *
         Timer timer;
         fbngrad_set_parallel_for(Timer::run, &timer);
         const Clock::time_point t0 = Clock::now();
+        timer.call_start = t0;
         const bool ok = call();
         const double call_us = us_since(t0);
         fbngrad_set_parallel_for(nullptr, nullptr);
@@ -103,9 +109,19 @@ bool profile_tasks(const std::function<bool()> &call, int repeats, TaskProfile *
             count += l.size();
         }
         tasks += double(count) * runner_overhead_us();  // the runner's, not the call's
+        // The time outside the loops, where it falls: before the first, between
+        // two, after the last (the loops' own edges as the runner saw them).
+        std::vector<double> gaps;
+        double last = 0;
+        for (size_t e = 0; e < timer.edges.size(); e += 2) {
+            gaps.push_back(timer.edges[e] - last);
+            last = timer.edges[e + 1];
+        }
+        gaps.push_back(call_us - last);
         if (r == 0) {
             outside = call_us - tasks;
             out->task_us = std::move(timer.loops);
+            out->gap_us = std::move(gaps);
             continue;
         }
         bool same = timer.loops.size() == out->task_us.size();
@@ -115,6 +131,7 @@ bool profile_tasks(const std::function<bool()> &call, int repeats, TaskProfile *
             return false;
         }
         outside = std::min(outside, call_us - tasks);
+        for (size_t g = 0; g < gaps.size(); ++g) out->gap_us[g] = std::min(out->gap_us[g], gaps[g]);
         for (size_t l = 0; l < timer.loops.size(); ++l)
             for (size_t i = 0; i < timer.loops[l].size(); ++i)
                 out->task_us[l][i] = std::min(out->task_us[l][i], timer.loops[l][i]);
@@ -128,7 +145,11 @@ bool profile_tasks(const std::function<bool()> &call, int repeats, TaskProfile *
 void add_to_task_report(const std::string &benchmark, int64_t elements, const TaskProfile &p) {
     nlohmann::ordered_json loops = nlohmann::ordered_json::array();
     for (const auto &l : p.task_us) loops.push_back({{"tasks", l.size()}, {"task_us", l}});
-    g_report.push_back({{"name", benchmark}, {"elements", elements}, {"call_us", p.call_us}, {"loops", loops}});
+    g_report.push_back({{"name", benchmark},
+                        {"elements", elements},
+                        {"call_us", p.call_us},
+                        {"gap_us", p.gap_us},
+                        {"loops", loops}});
 }
 
 bool write_task_report(const std::string &path, const std::string &cpu, std::string *err) {

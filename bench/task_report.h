@@ -17,6 +17,9 @@ namespace fbngrad_bench {
 struct TaskProfile {
     double call_us = 0;                        // the tasks' times plus the time outside them
     std::vector<std::vector<double>> task_us;  // per parallel loop, per task
+    // The time outside the loops where it falls (each the fastest of the
+    // calls): before the first loop, between each two, after the last.
+    std::vector<double> gap_us;
     int32_t min_tasks() const;                 // the fewest tasks of any loop (0: no loop)
     double longest_task_share() const;         // the longest task / call_us
 };

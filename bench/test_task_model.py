@@ -152,6 +152,33 @@ class Cli(unittest.TestCase):
                 with contextlib.redirect_stderr(io.StringIO()):
                     task_model.main([good, "--cores", "0"])
 
+    def test_outside(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "gaps.json")
+            b = bench(16384 * 4, 10.0, [1.0] * 2, [2.0] * 2)
+            b["gap_us"] = [1.5, 0.25, 0.25]
+            with open(path, "w") as f:
+                json.dump({"benchmarks": [b]}, f)
+            code, out, _ = self.run_main(path, "--outside", "--markdown")
+            self.assertEqual(code, 0)
+            self.assertIn("| float32 NHWC train 1,1,1,1 | 10.0 | 2.00 | 20.0 % | 1.50 | 0.25 | 0.25 |", out)
+            # A report without gap_us (older), or with the wrong count, is refused with the reason.
+            old = os.path.join(d, "old.json")
+            with open(old, "w") as f:
+                json.dump({"benchmarks": [bench(16384 * 4, 10.0, [1.0] * 2)]}, f)
+            code, _, err = self.run_main(old, "--outside")
+            self.assertEqual(code, 1)
+            self.assertIn("no gap_us", err)
+            b["gap_us"] = [1.0]
+            with open(path, "w") as f:
+                json.dump({"benchmarks": [b]}, f)
+            code, _, err = self.run_main(path, "--outside")
+            self.assertEqual(code, 1)
+            self.assertIn("gap_us has 1 values for 2 loops", err)
+            with self.assertRaises(SystemExit):
+                with contextlib.redirect_stderr(io.StringIO()):
+                    task_model.main([path, "--outside", "--reversed", path])
+
 
 if __name__ == "__main__":
     unittest.main()
