@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "HalideRuntime.h"
+#include "scratch_memory.h"
 
 namespace fbngrad::runtime {
 namespace {
@@ -29,6 +30,7 @@ void install_halide_handlers() {
         halide_set_error_handler(on_error);
         halide_set_custom_print(on_print);
         install_parallel_runtime();
+        install_scratch_memory();
     });
 }
 

@@ -1,0 +1,22 @@
+// halide_malloc and halide_free of fbngrad's Halide runtime: the kernels'
+// scratch through a ScratchCache (scratch_cache.h says why).
+#pragma once
+
+#include <cstddef>
+
+namespace fbngrad::runtime {
+
+// Installs the allocator (install_halide_handlers calls it, once).
+void install_scratch_memory();
+
+// The bytes the kernels' freed scratch keeps (at most kScratchKeptBytes).
+size_t scratch_kept_bytes();
+
+// The bounds of what is kept: blocks of 64 KiB to 16 MiB, at most 16 of them
+// and 32 MiB in all (ResNet-50's largest NHWC partials are about 2 MB).
+constexpr size_t kScratchMinBytes = size_t(64) << 10;
+constexpr size_t kScratchMaxBlockBytes = size_t(16) << 20;
+constexpr size_t kScratchKeptBytes = size_t(32) << 20;
+constexpr size_t kScratchKeptBlocks = 16;
+
+}  // namespace fbngrad::runtime

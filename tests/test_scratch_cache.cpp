@@ -1,0 +1,162 @@
+// runtime/scratch_cache.h: the kernels' scratch kept for the next call. What
+// halide_malloc must give a kernel (alignment, readable bytes around), that a
+// freed block serves the next request of its class, and the bounds of what is
+// kept; with limits of the test's own, on sizes around every threshold.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "scratch_cache.h"
+#include "scratch_memory.h"
+
+using fbngrad::runtime::ScratchCache;
+
+namespace {
+
+constexpr size_t KiB = 1024, MiB = 1024 * 1024;
+
+ScratchCache::Limits limits(size_t min_bytes, size_t max_block, size_t max_bytes, size_t max_blocks) {
+    return ScratchCache::Limits{min_bytes, max_block, max_bytes, max_blocks};
+}
+
+TEST(ScratchCache, AlignedWithReadableBytesAroundEverySize) {
+    ScratchCache cache(limits(64 * KiB, 1 * MiB, 4 * MiB, 4));
+    for (size_t bytes : {size_t(0), size_t(1), size_t(127), size_t(128), size_t(129), 64 * KiB - 1, 64 * KiB,
+                         64 * KiB + 1, 1 * MiB - 1, 1 * MiB, 1 * MiB + 1, 3 * MiB}) {
+        auto *p = static_cast<unsigned char *>(cache.allocate(bytes));
+        ASSERT_NE(p, nullptr) << bytes;
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % ScratchCache::kAlignment, 0u) << bytes;
+        const size_t capacity = cache.capacity_for(bytes);
+        EXPECT_GE(capacity, bytes);
+        EXPECT_EQ(capacity % ScratchCache::kAlignment, 0u) << bytes;
+        // The whole capacity is the caller's, and 8 bytes on each side may be
+        // read (the sanitizer build's AddressSanitizer checks these touches).
+        std::memset(p, 0xab, capacity);
+        volatile unsigned char around = 0;
+        for (int k = 1; k <= 8; ++k) around = around + p[-k] + p[capacity - 1 + k];
+        (void)around;
+        cache.release(p);
+    }
+    cache.release(nullptr);  // nothing, as free(nullptr)
+}
+
+TEST(ScratchCache, AFreedBlockServesTheNextRequestOfItsClass) {
+    ScratchCache cache(limits(64 * KiB, 1 * MiB, 4 * MiB, 4));
+    void *a = cache.allocate(100 * KiB);
+    cache.release(a);
+    EXPECT_EQ(cache.kept_blocks(), 1u);
+    EXPECT_EQ(cache.kept_bytes(), 128 * KiB);
+    // 100 KiB and 70 KiB are both of the 128 KiB class.
+    void *b = cache.allocate(70 * KiB);
+    EXPECT_EQ(b, a);
+    EXPECT_EQ(cache.kept_blocks(), 0u);
+    // Another class gets a block of its own.
+    void *c = cache.allocate(200 * KiB);
+    EXPECT_NE(c, a);
+    cache.release(b);
+    cache.release(c);
+    EXPECT_EQ(cache.kept_blocks(), 2u);
+    EXPECT_EQ(cache.kept_bytes(), 128 * KiB + 256 * KiB);
+    // The most recently freed block of a class is handed out first.
+    void *d = cache.allocate(128 * KiB);
+    void *e = cache.allocate(128 * KiB);
+    cache.release(e);
+    cache.release(d);
+    void *again = cache.allocate(128 * KiB);
+    EXPECT_EQ(again, d);
+    cache.release(again);
+}
+
+TEST(ScratchCache, KeepsNoBlockBelowOrAboveItsBounds) {
+    ScratchCache cache(limits(64 * KiB, 1 * MiB, 4 * MiB, 4));
+    for (size_t bytes : {size_t(1), 64 * KiB - ScratchCache::kAlignment, 1 * MiB + 1, 3 * MiB}) {
+        cache.release(cache.allocate(bytes));
+        EXPECT_EQ(cache.kept_blocks(), 0u) << bytes;
+        EXPECT_EQ(cache.kept_bytes(), 0u) << bytes;
+    }
+    for (size_t bytes : {64 * KiB, 1 * MiB}) {
+        ScratchCache cache(limits(64 * KiB, 1 * MiB, 4 * MiB, 4));
+        void *p = cache.allocate(bytes);
+        cache.release(p);
+        EXPECT_EQ(cache.kept_blocks(), 1u) << bytes;
+        EXPECT_EQ(cache.allocate(bytes), p) << bytes;
+        cache.release(p);
+        EXPECT_EQ(cache.kept_blocks(), 1u) << bytes;
+        cache.release(cache.allocate(bytes));
+    }
+}
+
+TEST(ScratchCache, GivesTheLeastRecentlyFreedBackFirstAtItsBounds) {
+    // At most 3 blocks and 1 MiB.
+    ScratchCache cache(limits(64 * KiB, 1 * MiB, 1 * MiB, 3));
+    std::vector<void *> blocks;
+    for (int i = 0; i < 5; ++i) blocks.push_back(cache.allocate(128 * KiB));
+    for (void *b : blocks) cache.release(b);
+    EXPECT_EQ(cache.kept_blocks(), 3u);
+    EXPECT_EQ(cache.kept_bytes(), 3 * 128 * KiB);
+    // The three kept are the last three freed, newest first.
+    EXPECT_EQ(cache.allocate(128 * KiB), blocks[4]);
+    EXPECT_EQ(cache.allocate(128 * KiB), blocks[3]);
+    EXPECT_EQ(cache.allocate(128 * KiB), blocks[2]);
+    EXPECT_EQ(cache.kept_blocks(), 0u);
+    for (int i = 2; i < 5; ++i) cache.release(blocks[size_t(i)]);
+    // A 1 MiB block leaves room for nothing else.
+    cache.release(cache.allocate(1 * MiB));
+    EXPECT_EQ(cache.kept_blocks(), 1u);
+    EXPECT_EQ(cache.kept_bytes(), 1 * MiB);
+}
+
+TEST(ScratchCache, RefusesWhatCannotBeAllocated) {
+    ScratchCache cache(limits(64 * KiB, 1 * MiB, 4 * MiB, 4));
+    EXPECT_EQ(cache.allocate(SIZE_MAX), nullptr);
+    EXPECT_EQ(cache.allocate(SIZE_MAX / 2), nullptr);
+    EXPECT_EQ(cache.kept_blocks(), 0u);
+}
+
+// Calls on many threads at once: no block is held by two of them (each fills
+// its block with its own byte and finds it intact before the release), and
+// the bounds hold afterwards. ThreadSanitizer runs it in the reliability stage.
+TEST(ScratchCache, ManyThreadsNeverShareABlock) {
+    ScratchCache cache(limits(64 * KiB, 1 * MiB, 2 * MiB, 6));
+    std::vector<std::thread> threads;
+    std::vector<int> failures(8, 0);
+    for (int t = 0; t < 8; ++t) {
+        threads.emplace_back([&, t] {
+            std::mt19937 rng{static_cast<unsigned>(t)};
+            std::uniform_int_distribution<size_t> size(1, 600 * KiB);
+            for (int i = 0; i < 300; ++i) {
+                const size_t bytes = size(rng);
+                auto *p = static_cast<unsigned char *>(cache.allocate(bytes));
+                if (!p) {
+                    ++failures[size_t(t)];
+                    continue;
+                }
+                std::memset(p, t + 1, bytes);
+                std::this_thread::yield();
+                for (size_t k = 0; k < bytes; k += 4093)
+                    if (p[k] != t + 1) ++failures[size_t(t)];
+                if (p[bytes - 1] != t + 1) ++failures[size_t(t)];
+                cache.release(p);
+            }
+        });
+    }
+    for (auto &th : threads) th.join();
+    for (int t = 0; t < 8; ++t) EXPECT_EQ(failures[size_t(t)], 0) << "thread " << t;
+    EXPECT_LE(cache.kept_blocks(), 6u);
+    EXPECT_LE(cache.kept_bytes(), 2 * MiB);
+}
+
+// The limits the kernels' instance uses keep ResNet-50's largest NHWC
+// partials (about 2 MB) and several calls' worth of them.
+TEST(ScratchCache, KernelLimitsHoldResNetPartials) {
+    using namespace fbngrad::runtime;
+    EXPECT_GE(kScratchMaxBlockBytes, 4 * MiB);
+    EXPECT_GE(kScratchKeptBytes, 4 * kScratchMaxBlockBytes / 2);
+    EXPECT_LE(kScratchMinBytes, 128 * KiB);  // glibc's default mmap and trim threshold
+}
+
+}  // namespace
