@@ -30,6 +30,31 @@ std::vector<int> nhwc_channel_widths(int vec) {
     return widths;
 }
 
+void vectorize_nhwc_channels(Stage st, const BnGradFuncs &f, const std::vector<int> &widths) {
+    const TailStrategy guard = TailStrategy::GuardWithIf;
+    for (size_t i = 0; i + 1 < widths.size(); ++i) st.specialize(f.C >= widths[i]).vectorize(f.c, widths[i], guard);
+    st.vectorize(f.c, widths.back(), guard);
+}
+
+void schedule_per_channel_stages(BnGradFuncs &f, BnGradOutputs &out, int vec) {
+    const TailStrategy guard = TailStrategy::GuardWithIf;
+    const Var &c = f.c;
+    if (f.computes_sums()) {
+        f.sums.compute_root().vectorize(c, vec, guard);
+        f.sums.update().vectorize(c, vec, guard);
+    }
+    if (f.phase == Phase::Reduce) {
+        out.sum_dy.vectorize(c, vec, guard);
+        out.sum_dyxc.vectorize(c, vec, guard);
+    }
+    if (f.computes_outputs()) {
+        f.inv.compute_root().vectorize(c, vec, guard);
+        f.coef.compute_root().vectorize(c, vec, guard);
+        out.scale_backprop.vectorize(c, vec, guard);
+        out.offset_backprop.vectorize(c, vec, guard);
+    }
+}
+
 void specialize_nhwc_row_sums(Stage blocks, const BnGradFuncs &f, const RVar &rsi, const Var &so,
                               const std::vector<int> &widths) {
     const Var &c = f.c, &n = f.n;
@@ -154,38 +179,33 @@ void schedule_nhwc_block_sums(Func block, const BnGradFuncs &f, const RVar &rsi,
     // (partials_in_parallel).
     // Its parallel loops are named kZeroingLoopName: they only store zeros,
     // with no arithmetic, which tests/check_vectorized.py needs to know.
+    // A task: one strip of vectors of channels over one block of rows, its
+    // `rows` loops (none for the zeroing, the block's rows for the sums)
+    // inside the strip's vectors.
+    auto strip_tasks = [&](Stage st, const std::vector<VarOrRVar> &rows, const Var &task) {
+        Var cv("cv"), cl("cl"), cs("cs"), cvi("cvi");
+        std::vector<VarOrRVar> order{cl, cvi};
+        order.insert(order.end(), rows.begin(), rows.end());
+        order.insert(order.end(), {cs, so, n});
+        st.split(c, cv, cl, lanes, guard).split(cv, cs, cvi, vectors_per_strip, guard).reorder(order)
+            .fuse(cs, so, task).parallel(task).vectorize(cl);
+    };
+
     block.compute_root();
     {
-        Var cv("cv"), cl("cl"), cs("cs"), cvi("cvi"), zero(kZeroingLoopName);
+        Var zero(kZeroingLoopName);
         const Expr in_parallel = partials_in_parallel(f, rows_per_block, task_elements);
-        block.specialize(in_parallel && strips)
-            .split(c, cv, cl, lanes, guard)
-            .split(cv, cs, cvi, vectors_per_strip, guard)
-            .reorder(cl, cvi, cs, so, n)
-            .fuse(cs, so, zero)
-            .parallel(zero)
-            .vectorize(cl);
+        strip_tasks(block.specialize(in_parallel && strips), {}, zero);
         block.specialize(in_parallel).rename(so, zero).parallel(zero).vectorize(c, lanes, guard);
         block.vectorize(c, lanes, guard);
     }
 
     Stage blocks = block.update();
     blocks.reorder(c, rsi, so, n);
-    {
-        Var cv("cv"), cl("cl"), cs("cs"), cvi("cvi"), task("so_strip");
-        blocks.specialize(strips)
-            .split(c, cv, cl, lanes, guard)
-            .split(cv, cs, cvi, vectors_per_strip, guard)
-            .reorder(cl, cvi, rsi, cs, so, n)
-            .fuse(cs, so, task)
-            .parallel(task)
-            .vectorize(cl);
-    }
+    strip_tasks(blocks.specialize(strips), {rsi}, Var("so_strip"));
     blocks.parallel(so);
     specialize_nhwc_row_sums(blocks, f, rsi, so, widths);
-    for (size_t i = 0; i + 1 < widths.size(); ++i)
-        blocks.specialize(f.C >= widths[i]).vectorize(c, widths[i], guard);
-    blocks.vectorize(c, widths.back(), guard);
+    vectorize_nhwc_channels(blocks, f, widths);
 }
 
 bool sums_last_sample_first(const Target &t, const Knobs &k, bool x_backprop_reads_sums) {

@@ -134,6 +134,19 @@ inline const char *const kZeroingLoopName = "so_zero";
 // vec, vec/2, ... down to 4 (the narrowest register of every CPU target).
 std::vector<int> nhwc_channel_widths(int vec);
 
+// An NHWC stage's channel loop vectorized with the widest of `widths` that C
+// fills (a specialization each), the narrowest in the general case: the
+// lanes stay channels whatever the width, so every width sums in the same
+// order (the same bits).
+void vectorize_nhwc_channels(Halide::Stage st, const BnGradFuncs &f, const std::vector<int> &widths);
+
+// The CPU schedules' per-channel Funcs (the sums over samples, inv, coef and
+// the phase's [C] outputs): tiny, each one vectorized loop computed once
+// before the big loops, and scheduled the same way in every phase (a
+// split-phase pipeline holds only the sums or only the outputs). The x86
+// NCHW one pass computes them inside its tasks instead.
+void schedule_per_channel_stages(BnGradFuncs &f, BnGradOutputs &out, int vec);
+
 // The CPU schedules' NHWC sums over a block of rows, the rfactor'd stage
 // `blocks` (loops c, rsi, so, n from innermost): a row of a few vectors of
 // channels, summed channels innermost, would load, add and store the same

@@ -42,23 +42,7 @@ void schedule_arm(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
     const TailStrategy guard = TailStrategy::GuardWithIf;
     Var &c = f.c, &s = f.s, &n = f.n;
 
-    // Per-channel values: tiny, computed once before the big loops. A
-    // split-phase pipeline holds only the sums or only the outputs
-    // (schedule.h); each part is scheduled the same way in every phase.
-    if (f.computes_sums()) {
-        f.sums.compute_root().vectorize(c, vec, guard);
-        f.sums.update().vectorize(c, vec, guard);
-    }
-    if (f.phase == Phase::Reduce) {
-        out.sum_dy.vectorize(c, vec, guard);
-        out.sum_dyxc.vectorize(c, vec, guard);
-    }
-    if (f.computes_outputs()) {
-        f.inv.compute_root().vectorize(c, vec, guard);
-        f.coef.compute_root().vectorize(c, vec, guard);
-        out.scale_backprop.vectorize(c, vec, guard);
-        out.offset_backprop.vectorize(c, vec, guard);
-    }
+    schedule_per_channel_stages(f, out, vec);
 
     if (f.layout == Layout::NHWC) {
         if (f.computes_sums()) {

@@ -77,36 +77,16 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
         return;
     }
 
-    // Per-channel values: tiny, computed once before the big loops.
-    if (f.computes_sums()) {
-        f.sums.compute_root().vectorize(c, vec, guard);
-        f.sums.update().vectorize(c, vec, guard);
-    }
-    if (f.phase == Phase::Reduce) {
-        out.sum_dy.vectorize(c, vec, guard);
-        out.sum_dyxc.vectorize(c, vec, guard);
-    }
-    if (f.computes_outputs()) {
-        f.inv.compute_root().vectorize(c, vec, guard);
-        f.coef.compute_root().vectorize(c, vec, guard);
-        out.scale_backprop.vectorize(c, vec, guard);
-        out.offset_backprop.vectorize(c, vec, guard);
-    }
+    schedule_per_channel_stages(f, out, vec);
 
     if (f.layout == Layout::NHWC) {
         // Channels are the vector lanes. With fewer channels than lanes a
         // GuardWithIf loop would run its scalar tail only: the big loops are
         // specialized for C below the target's width, on narrower vectors
-        // (8 and 4 float lanes) that C still fills. The lanes stay channels,
-        // so every specialization sums in the same order (same bits).
+        // (8 and 4 float lanes) that C still fills (vectorize_nhwc_channels).
         const std::vector<int> widths = nhwc_channel_widths(vec);
         const Expr rows_per_block = nhwc_rows_per_block(f, preferred_rows_per_block, !one_pass);
         Var scalar_loop(kScalarLoopName);
-        auto vectorize_channels = [&](Stage st) {
-            for (size_t i = 0; i + 1 < widths.size(); ++i)
-                st.specialize(f.C >= widths[i]).vectorize(c, widths[i], guard);
-            st.vectorize(c, widths.back(), guard);
-        };
         // one_pass (inference): each block of rows' sums beside its x_backprop,
         // in one loop (compute_with), so y_backprop is read from memory once.
         // compute_with matches loops by name: the blocks of rows are `so` in both.
@@ -144,7 +124,7 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
                 // masked vector ones (a masked store is slow on AMD's cores).
                 for (int small = 1; small < widths.back(); ++small)
                     xb.specialize(f.C == small).unroll(c, small).rename(so, scalar_loop);
-                vectorize_channels(xb);
+                vectorize_nhwc_channels(xb, f, widths);
             }
         }
     } else {
