@@ -11,7 +11,7 @@ bandwidth (bandwidth/copy_nt at the same thread count); the fastest peer (onednn
 tensorflow, tensorflow-eigen: not fbngrad-<isa> nor naive) and fbngrad's speed-up over it
 (peer time / fbngrad time), with the geometric mean of the speed-ups under each table and
 over everything at the end. Then the size sweep (GB/s against tensor size), thread scaling
-(/threads:T runs) and every error. With repetitions the median is used (the median
+(/threads:T runs) with fbngrad beside the fastest peer at each thread count, and every error. With repetitions the median is used (the median
 aggregate, or the median of the repetitions). Python standard library only.
 """
 
@@ -271,6 +271,7 @@ def main():
             rows.append(cells)
         print(table(["impl", "dtype", "layout", "mode", "N,H,W,C", "cache"] + ["%d thr" % t for t in counts] +
                     ["speed-up"], rows, 6))
+        side_by_side(res, th_keys, counts)
 
     if all_speedups:
         print("\n**Geometric-mean speed-up of fbngrad over the best peer, all tables: %.2fx (%d cases; "
@@ -284,6 +285,37 @@ def main():
         print("\n### Errors\n")
         for key, err in res.errors.items():
             print("- %s: %s" % (name_of(key), err))
+
+
+def side_by_side(res, th_keys, counts):
+    """fbngrad against the fastest peer at each thread count: one row per case, for each count
+    fbngrad's and the peer's median time and the peer's time over fbngrad's (above 1: fbngrad
+    is ahead). The many-core comparison of docs/threads.md."""
+    cases = OrderedDict()
+    for (impl, dt, layout, mode, shape, cd) in th_keys:
+        if impl == "fbngrad":
+            cases[(dt, layout, mode, shape, cd)] = True
+    rows, wins, total = [], defaultdict(int), defaultdict(int)
+    for case in sorted(cases, key=lambda k: (k[0], k[1], k[2] != "train", -eval_elems(k[3]), k[4])):
+        dt, layout, mode, shape, cd = case
+        cells = [dt, layout, mode, shape, "cold" if cd else "hot"]
+        for t in counts:
+            ours = res.get(("fbngrad",) + case + (t,))
+            peers = [(res.get((p,) + case + (t,)), p) for p in PEERS]
+            peers = [(v[0], p) for v, p in peers if v]
+            if not ours or not peers:
+                cells.append("-")
+                continue
+            best, who = min(peers)
+            total[t] += 1
+            wins[t] += best > ours[0]
+            cells.append("%s / %s %s (%s)" % (fmt(ours[0]), fmt(best), who, ratio(best / ours[0])))
+        rows.append(cells)
+    if not rows:
+        return
+    print("\n### fbngrad against the fastest peer at each thread count (ms: fbngrad / peer (peer / fbngrad))\n")
+    print(table(["dtype", "layout", "mode", "N,H,W,C", "cache"] + ["%d thr" % t for t in counts], rows, 5))
+    print("\nfbngrad ahead: " + ", ".join("%d of %d at %d thr" % (wins[t], total[t], t) for t in counts if total[t]))
 
 
 def name_of(key):

@@ -98,6 +98,25 @@ class Table(unittest.TestCase):
                           ("onednn", "1,50,50,64")])
         self.assertIn("| 1 | 2 | 0.50x |", rows[0])
 
+    def test_side_by_side_at_each_thread_count(self):
+        # fbngrad 1.0 ms at 1 thread and 0.8 at 2; oneDNN 2.0 and 0.4: ahead at 1, behind at 2.
+        times = {("fbngrad", 1): 1.0, ("fbngrad", 2): 0.8, ("onednn", 1): 2.0, ("onednn", 2): 0.4}
+        bench = {"context": {"fbngrad_threads": "2"},
+                 "benchmarks": [run("%s/float32/NHWC/train/32,7,7,512/threads:%d/real_time" % (i, t), ms)
+                                for (i, t), ms in times.items()]}
+        text = self.render(bench)
+        part = text.split("### fbngrad against the fastest peer at each thread count")[1]
+        self.assertIn("| float32 | NHWC | train | 32,7,7,512 | hot | 1 / 2 onednn (2.00x) | 0.8 / 0.4 onednn (0.50x) |",
+                      part)
+        self.assertIn("fbngrad ahead: 1 of 1 at 1 thr, 0 of 1 at 2 thr", part)
+        # Without a peer at a count, that cell is "-" and the count is not scored.
+        bench["benchmarks"] = [b for b in bench["benchmarks"] if not b["name"].startswith("onednn/float32/NHWC/train/"
+                                                                                         "32,7,7,512/threads:2")]
+        part = self.render(bench).split("### fbngrad against the fastest peer at each thread count")[1]
+        self.assertIn("| 1 / 2 onednn (2.00x) | - |", part)
+        self.assertIn("fbngrad ahead: 1 of 1 at 1 thr", part)
+        self.assertNotIn("at 2 thr", part)
+
     def test_main_rows_by_layout_training_first_large_to_small(self):
         # As interleaved repetitions leave them: in no useful order.
         cases = ["NHWC/infer/32,7,7,512", "NCHW/train/32,7,7,512", "NHWC/train/32,7,7,512",
