@@ -99,6 +99,18 @@ public:
         for (void *raw : evicted) std::free(raw);  // outside the lock
     }
 
+    // Gives every kept block back to the system; the bytes they held. Blocks
+    // in use stay with their callers (and are kept when they come back).
+    // Allocates nothing (clear() keeps the list's capacity).
+    size_t release_kept() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (const Kept &k : kept_) std::free(header(k.ptr)->raw);
+        kept_.clear();
+        const size_t bytes = kept_bytes_;
+        kept_bytes_ = 0;
+        return bytes;
+    }
+
     size_t kept_bytes() const {
         std::lock_guard<std::mutex> lock(mutex_);
         return kept_bytes_;

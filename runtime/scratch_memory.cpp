@@ -26,4 +26,6 @@ void install_scratch_memory() {
 
 size_t scratch_kept_bytes() { return cache().kept_bytes(); }
 
+size_t release_scratch() { return cache().release_kept(); }
+
 }  // namespace fbngrad::runtime

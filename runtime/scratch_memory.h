@@ -12,6 +12,9 @@ void install_scratch_memory();
 // The bytes the kernels' freed scratch keeps (at most kScratchKeptBytes).
 size_t scratch_kept_bytes();
 
+// fbngrad_release_scratch: gives the kept scratch back; the bytes it held.
+size_t release_scratch();
+
 // The bounds of what is kept: blocks of 64 KiB to 16 MiB, at most 16 of them
 // and 32 MiB in all (ResNet-50's largest NHWC partials are about 2 MB).
 constexpr size_t kScratchMinBytes = size_t(64) << 10;

@@ -11,6 +11,7 @@
 #include "fbngrad/fbngrad.h"
 #include "halide_glue.h"
 #include "kernel_args.h"
+#include "scratch_memory.h"
 #include "validate.h"
 
 using namespace fbngrad;
@@ -149,6 +150,8 @@ const char *fbngrad_cpu_features(void) {
 }
 
 int32_t fbngrad_set_num_threads(int32_t n) { return runtime::set_num_threads(n); }
+
+int64_t fbngrad_release_scratch(void) { return int64_t(runtime::release_scratch()); }
 
 void fbngrad_set_parallel_for(fbngrad_parallel_for_fn fn, void *runner_ctx) {
     runtime::set_parallel_for(fn, runner_ctx);

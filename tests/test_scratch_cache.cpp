@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "fbngrad/fbngrad.hpp"
+#include "problem.h"
 #include "scratch_cache.h"
 #include "scratch_memory.h"
 
@@ -110,6 +112,21 @@ TEST(ScratchCache, GivesTheLeastRecentlyFreedBackFirstAtItsBounds) {
     EXPECT_EQ(cache.kept_bytes(), 1 * MiB);
 }
 
+TEST(ScratchCache, ReleaseKeptGivesEveryKeptBlockBack) {
+    ScratchCache cache(limits(64 * KiB, 1 * MiB, 4 * MiB, 4));
+    EXPECT_EQ(cache.release_kept(), 0u);
+    void *in_use = cache.allocate(128 * KiB);
+    cache.release(cache.allocate(256 * KiB));
+    cache.release(cache.allocate(64 * KiB));
+    EXPECT_EQ(cache.release_kept(), 256 * KiB + 64 * KiB);
+    EXPECT_EQ(cache.kept_blocks(), 0u);
+    EXPECT_EQ(cache.kept_bytes(), 0u);
+    EXPECT_EQ(cache.release_kept(), 0u);
+    // A block in use meanwhile is kept when it comes back.
+    cache.release(in_use);
+    EXPECT_EQ(cache.kept_bytes(), 128 * KiB);
+}
+
 TEST(ScratchCache, RefusesWhatCannotBeAllocated) {
     ScratchCache cache(limits(64 * KiB, 1 * MiB, 4 * MiB, 4));
     EXPECT_EQ(cache.allocate(SIZE_MAX), nullptr);
@@ -148,6 +165,24 @@ TEST(ScratchCache, ManyThreadsNeverShareABlock) {
     for (int t = 0; t < 8; ++t) EXPECT_EQ(failures[size_t(t)], 0) << "thread " << t;
     EXPECT_LE(cache.kept_blocks(), 6u);
     EXPECT_LE(cache.kept_bytes(), 2 * MiB);
+}
+
+// Through the C API: a call keeps its NHWC partials (2 x 63 blocks x 512
+// channels of float32 on 32,7,7,512: 126 KiB each, in the 128 KiB class), and
+// fbngrad_release_scratch gives them back, once.
+TEST(ScratchMemory, ReleaseGivesBackWhatACallKept) {
+    FBNGRAD_SKIP_UNLESS_BUILT(FBNGRAD_FLOAT32, FBNGRAD_NHWC, true);
+    fbngrad_release_scratch();  // what earlier tests left
+    fbngrad::test::TestProblem t(FBNGRAD_FLOAT32, FBNGRAD_NHWC, {32, 7, 7, 512}, true);
+    fbngrad_status st;
+    ASSERT_EQ(t.run(&st), FBNGRAD_OK) << st.message;
+    const std::string bits = t.output_bits();
+    EXPECT_GE(fbngrad_release_scratch(), int64_t(2 * 128 * KiB));
+    EXPECT_EQ(fbngrad::release_scratch(), 0);
+    // The next call allocates afresh: the same bits.
+    ASSERT_EQ(t.run(&st), FBNGRAD_OK) << st.message;
+    EXPECT_EQ(t.output_bits(), bits);
+    EXPECT_GE(fbngrad_release_scratch(), int64_t(2 * 128 * KiB));
 }
 
 // The limits the kernels' instance uses keep ResNet-50's largest NHWC

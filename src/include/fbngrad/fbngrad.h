@@ -214,6 +214,13 @@ const char *fbngrad_cpu_features(void);
  * that run on a runner of fbngrad_set_parallel_for. */
 int32_t fbngrad_set_num_threads(int32_t n);
 
+/* A call's own scratch memory (the NHWC sums' partial blocks: up to about
+ * 2 MB on ResNet-50's shapes) is kept for the next call once the call is done
+ * with it, at most 16 blocks and 32 MiB in all, for the life of the process.
+ * This gives every kept block back to the system now and returns the bytes
+ * they held; calls running meanwhile keep theirs. Any thread, any time. */
+int64_t fbngrad_release_scratch(void);
+
 /* ---- the caller's thread pool ----
  * Every parallel loop of the CPU kernels is `count` independent tasks. By
  * default fbngrad runs them on its own pool (Halide's); a program that owns a

@@ -125,6 +125,9 @@ inline Status force_variant(const std::string &name) {
 
 inline int set_num_threads(int n) { return fbngrad_set_num_threads(n); }
 
+// The kept scratch memory given back to the system; the bytes it held.
+inline int64_t release_scratch() { return fbngrad_release_scratch(); }
+
 // ---- the caller's thread pool (fbngrad_set_parallel_for in fbngrad.h) ----
 // A runner is any object with `int operator()(int32_t count, const Task &task)`
 // that calls task(i) once for every i in [0, count) on any threads and returns
