@@ -24,8 +24,6 @@ void install_scratch_memory() {
     halide_set_custom_free(scratch_free);
 }
 
-size_t scratch_kept_bytes() { return cache().kept_bytes(); }
-
 size_t release_scratch() { return cache().release_kept(); }
 
 }  // namespace fbngrad::runtime

@@ -9,9 +9,6 @@ namespace fbngrad::runtime {
 // Installs the allocator (install_halide_handlers calls it, once).
 void install_scratch_memory();
 
-// The bytes the kernels' freed scratch keeps (at most kScratchKeptBytes).
-size_t scratch_kept_bytes();
-
 // fbngrad_release_scratch: gives the kept scratch back; the bytes it held.
 size_t release_scratch();
 

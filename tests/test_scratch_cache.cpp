@@ -13,7 +13,6 @@
 #include "fbngrad/fbngrad.hpp"
 #include "problem.h"
 #include "scratch_cache.h"
-#include "scratch_memory.h"
 
 using fbngrad::runtime::ScratchCache;
 
@@ -183,15 +182,6 @@ TEST(ScratchMemory, ReleaseGivesBackWhatACallKept) {
     ASSERT_EQ(t.run(&st), FBNGRAD_OK) << st.message;
     EXPECT_EQ(t.output_bits(), bits);
     EXPECT_GE(fbngrad_release_scratch(), int64_t(2 * 128 * KiB));
-}
-
-// The limits the kernels' instance uses keep ResNet-50's largest NHWC
-// partials (about 2 MB) and several calls' worth of them.
-TEST(ScratchCache, KernelLimitsHoldResNetPartials) {
-    using namespace fbngrad::runtime;
-    EXPECT_GE(kScratchMaxBlockBytes, 4 * MiB);
-    EXPECT_GE(kScratchKeptBytes, 4 * kScratchMaxBlockBytes / 2);
-    EXPECT_LE(kScratchMinBytes, 128 * KiB);  // glibc's default mmap and trim threshold
 }
 
 }  // namespace
