@@ -6,15 +6,15 @@
 #
 #   here:  tools/gpu/cpu_thread_sweep.sh --pack build/carry-cpu
 #          (fbngrad_bench_onednn and the libraries it needs beyond the C and C++ runtimes:
-#           oneDNN, Google Benchmark, libgomp; about 41 MB, git-ignored under build/)
+#           oneDNN, Google Benchmark, libgomp, the OpenCL loader; 44 MB, git-ignored under build/)
 #   there: tools/gpu/cpu_thread_sweep.sh --bin build/carry-cpu --out DIR
 #
 # Options: --threads LIST (default 1,2,4,8,16; capped at the machine's cores, which are
 # always added as the last count), --mode train|infer|both (default both; one mode is half
 # the run, several minutes, most of it the checks against the reference: run the modes as
-# two calls where one command may take 10 minutes at most), --quick (training only, the largest and the
-# smallest shape: a minute), --shapes REGEX (the N,H,W,C part of the names, e.g.
-# '1,56,56,24').
+# two calls where one command may take 10 minutes at most), --quick (training only, the
+# largest and the smallest shape: a minute or two, an estimate), --shapes REGEX (the N,H,W,C
+# part of the names, e.g. '1,56,56,24').
 # DIR gets cpu.txt (the CPU: lscpu), threads.json (Google Benchmark's JSON: medians of 3
 # interleaved repetitions) and threads.md (bench/bench_table.py: thread scaling, and fbngrad
 # beside oneDNN at each count). Exit status: non-zero when the bench cannot run or a
