@@ -81,6 +81,7 @@ macro(fbngrad_add_tuned_variants)
         set(_fbng_all_params layout=${layout} training=${training_param}
                              y_backprop.type=${hl_type} x.type=${hl_type} x_backprop.type=${hl_type} ${_fbng_params})
         fbngrad_add_kernel_library(${_fbng_tname} fused_batch_norm_grad _fbng_all_params _fbng_auto hdr)
+        fbngrad_note_two_pass_route(${_fbng_tname} "${_fbng_all_params}" "${_fbng_auto}")
         string(APPEND tuned_inc "FBNGRAD_TUNED_VARIANT(${_fbng_tname}, ${dt_enum}, ${layout_enum}, ${training}, "
                                 "${isa}, ${device}, \"${_fbng_classlist}\")\n")
         message(STATUS "fbngrad: tuned variant ${_fbng_tname}: ${_fbng_params}")

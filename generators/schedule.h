@@ -7,6 +7,7 @@
 #pragma once
 
 #include "algorithm.h"
+#include "task_size.h"
 
 #include <vector>
 
@@ -71,7 +72,7 @@ void schedule_for_target(BnGradFuncs &f, BnGradOutputs &out, const Halide::Targe
 //   on 2 cores, the rule's tasks for any pool. (The fused op only; the split
 //   phase keeps kElementsPerTask, see task_elements().)
 // - The NHWC combine of the blocks' partials: schedule_nhwc_partial_combine.
-constexpr int kElementsPerTask = 16384;
+constexpr int kElementsPerTask = fbngrad::runtime::kRuleTaskElements;
 
 // The piece (rows, planes, channels) of a loop over `units` units of
 // `unit_elements` elements each: the preferred piece, capped at

@@ -20,6 +20,8 @@ constexpr int kRunsPerThread = 4;
 // overhead). The NHWC sum blocks follow the same rule, written as rows in
 // generators/schedule.cpp (nhwc_rows_per_block).
 constexpr int64_t kRuleMaxTasks = 256;
+// The rule's smallest task, in elements (generators/schedule.h: kElementsPerTask).
+constexpr int32_t kRuleTaskElements = 16384;
 
 inline int32_t rule_task_elements(int64_t elements, int32_t rule_elements) {
     const int64_t per_task = elements / kRuleMaxTasks;  // rounded down: 256 tasks or more

@@ -12,6 +12,7 @@
 #include "halide_glue.h"
 #include "kernel_args.h"
 #include "scratch_memory.h"
+#include "two_pass_route.h"
 #include "validate.h"
 
 using namespace fbngrad;
@@ -79,9 +80,16 @@ fbngrad_code fbngrad_fused_batch_norm_grad_v2(const fbngrad_tensor *y_backprop, 
         Tensor3 sc(scale->data, C), mean(reserve_space_1->data, C), rs2(reserve_space_2->data, C);
         Tensor3 sb(scale_backprop->data, C), ob(offset_backprop->data, C);
         on_device(on_cuda, {&dy, &xx, &xb, &sc, &mean, &rs2, &sb, &ob});
-        int rc = v->fn(&ctx, &dy.buf, &xx.buf, &sc.buf, &mean.buf, &rs2.buf, a.epsilon,
-                       a.reserve_space_2_is == FBNGRAD_RS2_INVERSE_STD, &xb.buf, &sb.buf, &ob.buf);
-        if (rc != 0) return kernel_failed(status, v->info.name, rc, ctx);
+        const bool inverse_std = a.reserve_space_2_is == FBNGRAD_RS2_INVERSE_STD;
+        const char *kernel = v->info.name;
+        int rc;
+        if (v->two_pass && takes_two_passes(ctx, p.S * p.N, p.elements))
+            rc = run_two_passes(*v->two_pass, &ctx, C, p.S * p.N, &dy.buf, &xx.buf, &sc.buf, &mean.buf, &rs2.buf,
+                                a.epsilon, inverse_std, &xb.buf, &sb.buf, &ob.buf, &kernel);
+        else
+            rc = v->fn(&ctx, &dy.buf, &xx.buf, &sc.buf, &mean.buf, &rs2.buf, a.epsilon, inverse_std, &xb.buf,
+                       &sb.buf, &ob.buf);
+        if (rc != 0) return kernel_failed(status, kernel, rc, ctx);
         return set_status(status, FBNGRAD_OK, "");
     } catch (const std::exception &e) {  // e.g. std::bad_alloc: never across the C API
         return set_status(status, FBNGRAD_INTERNAL, std::string("internal error: ") + e.what());

@@ -8,6 +8,7 @@
 
 #include "fbngrad_variant_headers.h"
 #include "left_out.h"
+#include "two_pass_route.h"
 
 namespace fbngrad {
 namespace {
@@ -36,6 +37,7 @@ std::vector<Variant> build_table() {
 #include "fbngrad_variants.inc"
 #undef FBNGRAD_TUNED_VARIANT
 #undef FBNGRAD_VARIANT
+    for (Variant &v : t) v.two_pass = find_two_pass_route(v.info.name);
     return t;
 }
 

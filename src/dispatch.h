@@ -19,11 +19,16 @@ using KernelFn = int (*)(void const *user_context, halide_buffer_t *y_backprop, 
                          float epsilon, bool rs2_is_inverse_std, halide_buffer_t *x_backprop,
                          halide_buffer_t *scale_backprop, halide_buffer_t *offset_backprop);
 
+struct TwoPassRoute;  // two_pass_route.h
+
 struct Variant {
     fbngrad_variant_info info;
     Isa isa;
     KernelFn fn;
     uint32_t classes = 0;  // tuned: bit k serves ShapeClass k; 0: hand-scheduled (every shape)
+    // The x86 NCHW one pass: the split phase that replaces it where a channel
+    // exceeds the call's task size (two_pass_route.h); else nullptr.
+    const TwoPassRoute *two_pass = nullptr;
 };
 
 int variant_count();

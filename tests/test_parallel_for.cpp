@@ -156,8 +156,14 @@ std::vector<Shape> shapes(fbngrad_layout l) {
         return {{{2, 8, 16, 1024}, false}, {{8, 28, 28, 32}, true}, {{2, 9, 9, 5}, false},
                 {{3, 7, 7, 257}, false},   {{1, 1, 64, 256}, true}, {{1, 4, 32, 513}, false},
                 {{1, 2, 32, 512}, true}};
+    // NCHW: the last two have channels of more than 16384 elements (N*H*W),
+    // fewer than the rule's tasks: the x86 one pass's two-pass route
+    // (src/two_pass_route.h) on a runner and on fbngrad's pool of 3 threads
+    // or more, the one pass itself on 1 and 2 threads. 23x25: a plane that
+    // no vector width divides.
     return {{{8, 128, 16, 16}, false}, {{8, 64, 14, 14}, true}, {{4, 3, 56, 56}, false},
-            {{16, 40, 7, 7}, false},   {{1, 1, 1, 1}, true}};
+            {{16, 40, 7, 7}, false},   {{1, 1, 1, 1}, true},    {{16, 2, 48, 48}, false},
+            {{33, 3, 23, 25}, true}};
 }
 
 std::string run_bits(TestProblem &t) {
@@ -256,9 +262,11 @@ void expect_enough_tasks(const std::vector<int32_t> &loops, const TestProblem &t
 }
 
 // The many-core rule (generators/schedule.h): every parallel loop over the
-// tensors offers at least min(256, elements / 16384) tasks. The one exception
-// is NCHW done in one pass (x86), where a task holds every sample of its
-// channels: there, min(that, C). NHWC's combine: expect_enough_tasks.
+// tensors offers at least min(256, elements / 16384) tasks. The x86 NCHW one
+// pass, whose tasks hold every sample of their channels, meets it through
+// its two-pass route (src/two_pass_route.h), which needs the split phase:
+// a build without it offers min(that, C) there. NHWC's combine:
+// expect_enough_tasks.
 TEST_P(EveryVariant, EveryLoopOffersEnoughTasks) {
     for (const Shape &s : shapes(info().layout)) {
         auto t = problem(s);
@@ -267,7 +275,7 @@ TEST_P(EveryVariant, EveryLoopOffersEnoughTasks) {
         run_bits(*t);
         fbngrad_set_parallel_for(nullptr, nullptr);
         int64_t want = min_tasks(*t);
-        if (info().layout == FBNGRAD_NCHW) want = std::min<int64_t>(want, t->p.channels());
+        if (info().layout == FBNGRAD_NCHW && !split_phase_built()) want = std::min<int64_t>(want, t->p.channels());
         EXPECT_FALSE(r.loops.empty() && t->p.elements() > 1) << t->describe() << ": no parallel loop";
         expect_enough_tasks(r.loops, *t, want, t->describe());
     }
@@ -381,6 +389,40 @@ TEST_F(ParallelFor, RunnerErrorFailsTheCallAndTheNextCallWorks) {
         << st.message;
     fbngrad_set_parallel_for(nullptr, nullptr);
     EXPECT_EQ(run_bits(t), want);
+}
+
+// The x86 NCHW one pass's two-pass route (src/two_pass_route.h): where a
+// channel (N*H*W elements) exceeds a task of the call's size, the call is the
+// split phase's reduce and apply, one loop each; else the one pass, one loop.
+// Its errors name the kernel that failed. (Same bits: SameBitsOnEveryRunner...)
+TEST_F(ParallelFor, NchwOnePassTakesTwoPassesWhereAChannelExceedsATask) {
+    FBNGRAD_SKIP_UNLESS_BUILT(FBNGRAD_FLOAT32, FBNGRAD_NCHW, true);
+    FBNGRAD_SKIP_UNLESS_SPLIT_PHASE();
+    auto loops = [](TestProblem &t) {
+        Recorder r;
+        fbngrad_set_parallel_for(Recorder::runner, &r);
+        run_bits(t);
+        fbngrad_set_parallel_for(nullptr, nullptr);
+        return r.loops;
+    };
+    TestProblem fits(FBNGRAD_FLOAT32, FBNGRAD_NCHW, {8, 4, 64, 32}, true);       // 16384 a channel
+    TestProblem exceeds(FBNGRAD_FLOAT32, FBNGRAD_NCHW, {8, 4, 64, 33}, true);    // 16896 a channel
+    const std::vector<int32_t> one = loops(fits);
+    if (one.size() != 1u) GTEST_SKIP() << "this CPU's float32 NCHW variant takes two passes anyway (loops "
+                                       << testing::PrintToString(one) << ")";
+    EXPECT_EQ(one[0], 4) << "one task a channel";
+    const std::vector<int32_t> two = loops(exceeds);
+    ASSERT_EQ(two.size(), 2u) << testing::PrintToString(two);
+    EXPECT_GE(two[0], min_tasks(exceeds));
+    EXPECT_GE(two[1], min_tasks(exceeds));
+    ASSERT_TRUE(exceeds.check().ok());
+
+    fbngrad_set_parallel_for(failing_runner, nullptr);
+    fbngrad_status st;
+    EXPECT_EQ(exceeds.run(&st), FBNGRAD_INTERNAL);
+    EXPECT_NE(std::string(st.message).find("fbng_reduce_f32_nchw_"), std::string::npos) << st.message;
+    EXPECT_EQ(fits.run(&st), FBNGRAD_INTERNAL);
+    EXPECT_NE(std::string(st.message).find("fbng_f32_nchw_train_"), std::string::npos) << st.message;
 }
 
 // A task that fails on a pool: every other task still runs, the pool is not

@@ -47,6 +47,34 @@ TEST(TaskSize, OwnPoolGivesSmallCallsOneTaskAThread) {
         }
 }
 
+// The x86 NCHW one pass takes its two-pass route where one channel's planes
+// (N*H*W elements) exceed the call's task size (src/two_pass_route.h). On a
+// caller's runner that is the rule's size: ResNet-50's NCHW shapes with fewer
+// channels than the rule's tasks take it, the others keep the one pass. On
+// fbngrad's own pool, P threads: the one pass up to 4 tasks a thread.
+TEST(TaskSize, NchwTwoPassRouteWhereAChannelExceedsATask) {
+    struct Case {
+        int64_t n, c, hw;
+        bool on_runner;  // else on fbngrad's own pool of `threads`
+        int threads;
+        bool two_passes;
+    };
+    for (const Case &k : {Case{32, 64, 112 * 112, true, 0, true}, Case{32, 64, 56 * 56, true, 0, true},
+                          Case{32, 128, 28 * 28, true, 0, true}, Case{32, 8, 28 * 28, true, 0, true},
+                          Case{32, 256, 56 * 56, true, 0, false}, Case{32, 256, 14 * 14, true, 0, false},
+                          Case{32, 64, 112 * 112, false, 2, false}, Case{32, 64, 112 * 112, false, 16, false},
+                          Case{32, 64, 112 * 112, false, 17, true}, Case{32, 64, 112 * 112, false, 64, true},
+                          Case{32, 8, 28 * 28, false, 2, false}, Case{32, 8, 28 * 28, false, 8, false},
+                          Case{32, 8, 28 * 28, false, 9, true}}) {
+        const int64_t elements = k.n * k.c * k.hw;
+        const int32_t task = k.on_runner ? rule_task_elements(elements, kRuleTaskElements)
+                                         : own_pool_task_elements(elements, kRuleTaskElements, k.threads);
+        EXPECT_EQ(k.n * k.hw > task, k.two_passes)
+            << k.n << "," << k.c << "," << k.hw << (k.on_runner ? " on a runner" : " on the own pool of ")
+            << k.threads;
+    }
+}
+
 TEST(TaskSize, EvenPieceNeverGivesFewerTasksAndEvensThemOut) {
     for (int32_t units : {1, 2, 7, 31, 32, 33, 49, 63, 64, 65, 196, 1568, 6272, 100352})
         for (int32_t capped : {1, 2, 3, 8, 24, 25, 32, 64, 256, 100000}) {
