@@ -96,8 +96,11 @@ Expr partials_in_parallel(const BnGradFuncs &f, Expr rows_per_block, Expr task_e
 
 Expr piece_for_tasks(const BnGradFuncs &f, Expr preferred, Expr unit_elements, Expr task_elements, Expr units) {
     Expr capped = max(1, min(preferred, task_elements / max(unit_elements, 1)));
-    // Not in the split phase, whose shards may be empty (see task_elements()).
-    return f.phase == Phase::Fused ? even_piece(units, capped) : capped;
+    // In the split phase too: it is the x86 NCHW one pass's two-pass route
+    // (src/two_pass_route.h), where 32,28,28,128's 205 tasks a loop left 64
+    // cores a last wave a fifth full (256 now). An empty shard has no units:
+    // even_piece gives 1, and the loop no task.
+    return even_piece(units, capped);
 }
 
 Expr task_elements(const BnGradFuncs &f) {

@@ -76,7 +76,7 @@ constexpr int kElementsPerTask = fbngrad::runtime::kRuleTaskElements;
 
 // The piece (rows, planes, channels) of a loop over `units` units of
 // `unit_elements` elements each: the preferred piece, capped at
-// `task_elements` elements, then (the fused op) evened out for waves of cores:
+// `task_elements` elements, then evened out for waves of cores:
 // runtime/task_size.h, even_piece.
 Halide::Expr piece_for_tasks(const BnGradFuncs &f, Halide::Expr preferred, Halide::Expr unit_elements,
                              Halide::Expr task_elements, Halide::Expr units);
