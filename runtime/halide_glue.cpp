@@ -24,6 +24,16 @@ void on_print(void *, const char *) {}
 
 }  // namespace
 
+CallContext::CallContext() = default;
+
+CallContext::~CallContext() {
+    if (borrowed_block_) return_thread_block(&scratch);
+}
+
+void CallContext::use_thread_scratch() {
+    if (!borrowed_block_) borrowed_block_ = lend_thread_block(&scratch);
+}
+
 void install_halide_handlers() {
     static std::once_flag once;
     std::call_once(once, [] {

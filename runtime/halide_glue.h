@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "call_arena.h"
 #include "parallel_runtime.h"
 
 namespace fbngrad::runtime {
@@ -11,6 +12,11 @@ namespace fbngrad::runtime {
 // writes the kernel's message here instead of aborting the process (Halide's
 // default handler calls abort()).
 struct CallContext {
+    CallContext();
+    ~CallContext();
+    CallContext(const CallContext &) = delete;
+    CallContext &operator=(const CallContext &) = delete;
+
     std::string error;
     // CUDA calls only: the context and stream this call's kernels use
     // (cuda_context.h fills them in when the call starts).
@@ -18,6 +24,15 @@ struct CallContext {
     void *cuda_stream = nullptr;
     // The parallel-loop runner this call uses from start to end (parallel_runtime.h).
     RunnerLease runner;
+    // The call's small scratch (call_arena.h), on a block of the calling
+    // thread's (scratch_memory.h), for CPU calls (use_thread_scratch): a
+    // GPU runtime may keep what it allocates past the call. None where the
+    // block is already lent to a call further up this thread's stack.
+    CallArena scratch;
+    void use_thread_scratch();
+
+private:
+    bool borrowed_block_ = false;
 };
 
 // Installs fbngrad's Halide error and print handlers and its parallel-loop

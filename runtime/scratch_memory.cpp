@@ -1,6 +1,9 @@
 #include "scratch_memory.h"
 
+#include <cstdlib>
+
 #include "HalideRuntime.h"
+#include "halide_glue.h"
 #include "scratch_cache.h"
 
 namespace fbngrad::runtime {
@@ -13,10 +16,59 @@ ScratchCache &cache() {
     return *instance;
 }
 
-void *scratch_malloc(void *, size_t bytes) { return cache().allocate(bytes); }
-void scratch_free(void *, void *ptr) { cache().release(ptr); }
+// Halide's user_context is the CallContext of the call (every kernel call
+// passes one: halide_glue.h), whatever thread the allocation runs on.
+void *scratch_malloc(void *user_context, size_t bytes) {
+    if (user_context && bytes < kScratchMinBytes)
+        if (void *ptr = static_cast<CallContext *>(user_context)->scratch.allocate(bytes)) return ptr;
+    return cache().allocate(bytes);
+}
+
+void scratch_free(void *user_context, void *ptr) {
+    if (user_context && static_cast<CallContext *>(user_context)->scratch.owns(ptr)) return;
+    cache().release(ptr);
+}
+
+// The thread's block (lend_thread_block). A call may still start on this
+// thread after the block's destructor ran (from a static destructor, at
+// exit): `t_block_gone`, trivially destructible, says so, and the call then
+// goes without.
+struct ThreadBlock {
+    void *raw = nullptr;
+    bool lent = false;
+    ~ThreadBlock();
+    size_t release() {
+        if (!raw || lent) return 0;
+        std::free(raw);
+        raw = nullptr;
+        return kCallArenaBytes;
+    }
+};
+thread_local ThreadBlock t_block;
+thread_local bool t_block_gone = false;
+ThreadBlock::~ThreadBlock() {
+    std::free(raw);
+    t_block_gone = true;
+}
 
 }  // namespace
+
+bool lend_thread_block(CallArena *arena) {
+    if (t_block_gone || t_block.lent) return false;
+    constexpr size_t kAlign = CallArena::kAlignment;
+    // kAlign spare bytes on each side of the aligned block (HalideRuntime.h:
+    // 8 readable bytes around what halide_malloc returns).
+    if (!t_block.raw && !(t_block.raw = std::malloc(kCallArenaBytes + 3 * kAlign))) return false;
+    const uintptr_t first = reinterpret_cast<uintptr_t>(t_block.raw) + kAlign;
+    arena->lend(reinterpret_cast<uint8_t *>((first + kAlign - 1) & ~uintptr_t(kAlign - 1)), kCallArenaBytes);
+    t_block.lent = true;
+    return true;
+}
+
+void return_thread_block(CallArena *arena) {
+    arena->lend(nullptr, 0);
+    t_block.lent = false;
+}
 
 void install_scratch_memory() {
     cache();
@@ -24,6 +76,6 @@ void install_scratch_memory() {
     halide_set_custom_free(scratch_free);
 }
 
-size_t release_scratch() { return cache().release_kept(); }
+size_t release_scratch() { return cache().release_kept() + (t_block_gone ? 0 : t_block.release()); }
 
 }  // namespace fbngrad::runtime

@@ -6,10 +6,22 @@
 
 namespace fbngrad::runtime {
 
+class CallArena;
+
 // Installs the allocator (install_halide_handlers calls it, once).
 void install_scratch_memory();
 
-// fbngrad_release_scratch: gives the kept scratch back; the bytes it held.
+// The calling thread's block for its calls' small scratch (below
+// kScratchMinBytes; call_arena.h), made at the thread's first call and freed
+// when the thread ends. False where the block is lent already (a call inside
+// a call, on a runner that runs other work while it waits) or cannot be had:
+// the call's small scratch then comes from malloc as before.
+bool lend_thread_block(CallArena *arena);
+void return_thread_block(CallArena *arena);
+constexpr size_t kCallArenaBytes = size_t(256) << 10;
+
+// fbngrad_release_scratch: gives the kept scratch back (and the calling
+// thread's block, where no call holds it); the bytes it held.
 size_t release_scratch();
 
 // The bounds of what is kept: blocks of 64 KiB to 16 MiB, at most 16 of them

@@ -74,6 +74,7 @@ fbngrad_code fbngrad_fused_batch_norm_grad_v2(const fbngrad_tensor *y_backprop, 
         if (!v) return set_status(status, why, msg);
 
         runtime::install_halide_handlers();
+        if (!on_cuda) ctx.use_thread_scratch();
         const halide_type_t T = halide_type(p.dtype);
         const int32_t C = int32_t(p.C);
         Tensor3 dy(y_backprop->data, T, p), xx(x->data, T, p), xb(x_backprop->data, T, p);

@@ -62,6 +62,7 @@ fbngrad_code fbngrad_split_phase_reduce(const fbngrad_tensor *y_backprop, const 
         if (!v) return set_status(status, why, msg);
 
         runtime::install_halide_handlers();
+        if (!on_cuda) ctx.use_thread_scratch();
         const halide_type_t T = halide_type(p.dtype);
         const int32_t C = int32_t(p.C);
         Tensor3 dy(y_backprop->data, T, p), xx(x->data, T, p), mean(reserve_space_1->data, C);
@@ -116,6 +117,7 @@ fbngrad_code fbngrad_split_phase_apply(const fbngrad_tensor *y_backprop, const f
         // x_backprop is thrown away. scale_backprop and offset_backprop come
         // from the sums alone, so they are the bits a non-empty shard gets.
         runtime::install_halide_handlers();
+        if (!on_cuda) ctx.use_thread_scratch();
         const halide_type_t T = halide_type(p.dtype);
         const int32_t C = int32_t(p.C);
         const bool stand_in = on_cuda && p.elements == 0;

@@ -164,6 +164,37 @@ TEST(Dispatch, ForcingEachSupportedIsa) {
     EXPECT_STREQ(fbngrad_forced_isa(), "");
 }
 
+// The dispatcher keeps its answers (src/dispatch.cpp); forcing an ISA or a
+// variant, and taking either back, must be seen by the very next question,
+// with a shape class and without.
+TEST(Dispatch, KeptAnswersFollowEveryForcing) {
+    FBNGRAD_SKIP_UNLESS_BUILT(FBNGRAD_FLOAT32, FBNGRAD_NCHW, false);
+    if (std::getenv("FBNGRAD_ISA")) GTEST_SKIP() << "FBNGRAD_ISA is set";
+    const int64_t shape[4] = {8, 64, 14, 14};
+    auto pick = [&] { return std::string(fbngrad_selected_variant(FBNGRAD_FLOAT32, FBNGRAD_NCHW, 0, FBNGRAD_CPU)->name); };
+    auto pick_for_shape = [&] {
+        return std::string(
+            fbngrad_selected_variant_for_shape(FBNGRAD_FLOAT32, FBNGRAD_NCHW, 0, FBNGRAD_CPU, 4, shape)->name);
+    };
+    const std::string best = pick(), best_for_shape = pick_for_shape();
+    EXPECT_EQ(pick(), best);  // asked twice: the kept answer
+    const char *baseline = kCpuIsas[std::size(kCpuIsas) - 1];
+    const std::string baseline_variant = std::string("fbng_f32_nchw_infer_") + baseline;
+    fbngrad_status st;
+    ASSERT_EQ(fbngrad_force_isa(baseline, &st), FBNGRAD_OK) << st.message;
+    EXPECT_EQ(pick(), baseline_variant);
+    EXPECT_EQ(pick_for_shape(), baseline_variant);
+    ASSERT_EQ(fbngrad_force_isa("", &st), FBNGRAD_OK) << st.message;
+    EXPECT_EQ(pick(), best);
+    EXPECT_EQ(pick_for_shape(), best_for_shape);
+    ASSERT_EQ(fbngrad_force_variant(baseline_variant.c_str(), &st), FBNGRAD_OK) << st.message;
+    EXPECT_EQ(pick(), baseline_variant);
+    EXPECT_EQ(pick_for_shape(), baseline_variant);
+    ASSERT_EQ(fbngrad_force_variant(nullptr, &st), FBNGRAD_OK) << st.message;
+    EXPECT_EQ(pick(), best);
+    EXPECT_EQ(pick_for_shape(), best_for_shape);
+}
+
 TEST(Dispatch, UnknownIsaIsRejectedAndChangesNothing) {
     // The weakest ISA (sse41, neon) runs on every CPU of the platform; another
     // platform's ISA (neon on x86-64, avx512 on AArch64) is unknown here.

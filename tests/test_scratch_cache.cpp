@@ -11,9 +11,12 @@
 #include <vector>
 
 #include "fbngrad/fbngrad.hpp"
+#include "call_arena.h"
 #include "problem.h"
 #include "scratch_cache.h"
+#include "scratch_memory.h"
 
+using fbngrad::runtime::CallArena;
 using fbngrad::runtime::ScratchCache;
 
 namespace {
@@ -169,6 +172,81 @@ TEST(ScratchCache, ManyThreadsNeverShareABlock) {
 // Through the C API: a call keeps its NHWC partials (2 x 63 blocks x 512
 // channels of float32 on 32,7,7,512: 126 KiB each, in the 128 KiB class), and
 // fbngrad_release_scratch gives them back, once.
+// runtime/call_arena.h: a call's small scratch, bumped off a block it borrows.
+// The test's block has kAlignment spare bytes around it, as the thread's has.
+struct ArenaBlock {
+    std::vector<uint8_t> raw;
+    uint8_t *base;
+    explicit ArenaBlock(size_t bytes) : raw(bytes + 3 * CallArena::kAlignment, 0) {
+        const uintptr_t first = reinterpret_cast<uintptr_t>(raw.data()) + CallArena::kAlignment;
+        base = reinterpret_cast<uint8_t *>((first + CallArena::kAlignment - 1) & ~uintptr_t(CallArena::kAlignment - 1));
+    }
+};
+
+TEST(CallArena, AlignedDisjointAndOwnedUntilSpent) {
+    const size_t block = 4 * KiB;
+    ArenaBlock b(block);
+    CallArena arena;
+    EXPECT_EQ(arena.allocate(16), nullptr) << "nothing lent yet";
+    arena.lend(b.base, block);
+    EXPECT_EQ(arena.allocate(0), nullptr);
+    EXPECT_EQ(arena.allocate(block + 1), nullptr);
+    size_t used = 0;
+    uint8_t *last_end = b.base;
+    for (size_t bytes : {size_t(1), size_t(127), size_t(128), size_t(129), size_t(1000)}) {
+        auto *p = static_cast<uint8_t *>(arena.allocate(bytes));
+        ASSERT_NE(p, nullptr) << bytes;
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % CallArena::kAlignment, 0u) << bytes;
+        EXPECT_GE(p, last_end) << bytes << ": overlaps the block before";
+        EXPECT_TRUE(arena.owns(p) && arena.owns(p + bytes - 1)) << bytes;
+        volatile uint8_t sink = 0;  // the 8 readable bytes around it, as halide_malloc promises
+        for (uint8_t *q = p - 8; q < p + bytes + 8; ++q) sink = sink + *q;
+        last_end = p + bytes;
+        used += (bytes + 127) / 128 * 128;
+    }
+    // The rest of the block, then nothing: the caller allocates elsewhere.
+    EXPECT_NE(arena.allocate(block - used), nullptr);
+    EXPECT_EQ(arena.allocate(1), nullptr);
+    EXPECT_FALSE(arena.owns(b.base + block));
+    EXPECT_FALSE(arena.owns(b.base - 1));
+    int elsewhere = 0;
+    EXPECT_FALSE(arena.owns(&elsewhere));
+    // Lent again (the next call): the block from its start.
+    arena.lend(b.base, block);
+    EXPECT_EQ(arena.allocate(200), b.base);
+    // Taken back: owns nothing, gives nothing.
+    arena.lend(nullptr, 0);
+    EXPECT_FALSE(arena.owns(b.base));
+    EXPECT_EQ(arena.allocate(1), nullptr);
+}
+
+TEST(CallArena, ThreadsOfACallNeverShareABlock) {
+    const size_t block = 64 * KiB;
+    ArenaBlock b(block);
+    CallArena arena;
+    arena.lend(b.base, block);
+    constexpr int kThreads = 8, kEach = 100;
+    std::vector<std::vector<uint8_t *>> got(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < kEach; ++i)
+                if (auto *p = static_cast<uint8_t *>(arena.allocate(100))) {
+                    std::memset(p, t, 100);
+                    got[t].push_back(p);
+                }
+        });
+    for (std::thread &t : threads) t.join();
+    size_t count = 0;
+    for (int t = 0; t < kThreads; ++t)
+        for (uint8_t *p : got[t]) {
+            ++count;
+            for (int k = 0; k < 100; ++k) ASSERT_EQ(p[k], uint8_t(t)) << "a block written by two threads";
+        }
+    // 800 asked, 512 fit (128 bytes each): every one that fits is given, no more.
+    EXPECT_EQ(count, block / CallArena::kAlignment);
+}
+
 TEST(ScratchMemory, ReleaseGivesBackWhatACallKept) {
     FBNGRAD_SKIP_UNLESS_BUILT(FBNGRAD_FLOAT32, FBNGRAD_NHWC, true);
     fbngrad_release_scratch();  // what earlier tests left
@@ -176,12 +254,13 @@ TEST(ScratchMemory, ReleaseGivesBackWhatACallKept) {
     fbngrad_status st;
     ASSERT_EQ(t.run(&st), FBNGRAD_OK) << st.message;
     const std::string bits = t.output_bits();
-    EXPECT_GE(fbngrad_release_scratch(), int64_t(2 * 128 * KiB));
+    // The partials' two blocks of 128 KiB or more, and this thread's block for small scratch.
+    EXPECT_GE(fbngrad_release_scratch(), int64_t(2 * 128 * KiB + fbngrad::runtime::kCallArenaBytes));
     EXPECT_EQ(fbngrad::release_scratch(), 0);
     // The next call allocates afresh: the same bits.
     ASSERT_EQ(t.run(&st), FBNGRAD_OK) << st.message;
     EXPECT_EQ(t.output_bits(), bits);
-    EXPECT_GE(fbngrad_release_scratch(), int64_t(2 * 128 * KiB));
+    EXPECT_GE(fbngrad_release_scratch(), int64_t(2 * 128 * KiB + fbngrad::runtime::kCallArenaBytes));
 }
 
 }  // namespace

@@ -1,0 +1,54 @@
+// The small scratch of one call: a bump allocator over the calling thread's
+// block. A kernel allocates its small per-channel Funcs (sums, inv, coef, the
+// NHWC partials of C floats: a few KB each, 8 to 10 a call) at every call and
+// frees them before returning; through malloc they cost 50-80 ns each where
+// their heap headers had gone cold under the call's own tensors, and so about
+// 0.5 us of the 3 us a small NHWC call (32,7,7,512) spends outside its
+// parallel tasks, which is what caps its speed-up on many cores
+// (docs/threads.md). Taken from a block the call owns they cost an atomic add,
+// and a free is nothing: the whole block is the next call's again.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace fbngrad::runtime {
+
+class CallArena {
+public:
+    // What halide_malloc promises the kernels (HalideRuntime.h): the widest
+    // vector's alignment, a multiple of it, 8 readable bytes before and after.
+    // The block's owner leaves kAlignment spare bytes before and after it.
+    static constexpr size_t kAlignment = 128;
+
+    // Lends [base, base + bytes) to one call; base kAlignment-aligned. No block: allocates nothing.
+    void lend(uint8_t *base, size_t bytes) {
+        base_ = base;
+        bytes_ = base ? bytes / kAlignment * kAlignment : 0;
+        next_.store(0, std::memory_order_relaxed);
+    }
+
+    // Safe from any thread of the call; nullptr where the block is spent (the
+    // caller then allocates elsewhere).
+    void *allocate(size_t bytes) {
+        if (bytes == 0 || bytes > bytes_) return nullptr;
+        const size_t need = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+        const size_t at = next_.fetch_add(need, std::memory_order_relaxed);
+        if (at > bytes_ || need > bytes_ - at) return nullptr;
+        return base_ + at;
+    }
+
+    // Whether `ptr` came from allocate() (its free is then nothing).
+    bool owns(const void *ptr) const {
+        const uint8_t *p = static_cast<const uint8_t *>(ptr);
+        return base_ && p >= base_ && p < base_ + bytes_;
+    }
+
+private:
+    uint8_t *base_ = nullptr;
+    size_t bytes_ = 0;
+    std::atomic<size_t> next_{0};
+};
+
+}  // namespace fbngrad::runtime
