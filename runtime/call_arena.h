@@ -6,7 +6,8 @@
 // 0.5 us of the 3 us a small NHWC call (32,7,7,512) spends outside its
 // parallel tasks, which is what caps its speed-up on many cores
 // (docs/threads.md). Taken from a block the call owns they cost an atomic add,
-// and a free is nothing: the whole block is the next call's again.
+// and a free is nothing: the whole block is the next call's again. Only the
+// call's own allocations, outside its parallel loops (set_in_loop).
 #pragma once
 
 #include <atomic>
@@ -29,15 +30,26 @@ public:
         next_.store(0, std::memory_order_relaxed);
     }
 
-    // Safe from any thread of the call; nullptr where the block is spent (the
-    // caller then allocates elsewhere).
+    // Safe from any thread of the call; nullptr where the block is spent or
+    // the call is inside a parallel loop (the caller then allocates elsewhere).
     void *allocate(size_t bytes) {
-        if (bytes == 0 || bytes > bytes_) return nullptr;
-        const size_t need = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+        if (bytes == 0 || bytes > bytes_ || in_loop_.load(std::memory_order_relaxed)) return nullptr;
+        // One kAlignment more than rounded up: the per-channel arrays are C
+        // floats each, and at C = 1024 or 2048 back to back they would all start
+        // at the same offset in a 4 KiB page, and x_backprop reads three of them
+        // beside rows of the tensors at that offset too (one L1 set for all).
+        const size_t need = (bytes + kAlignment - 1) / kAlignment * kAlignment + kAlignment;
         const size_t at = next_.fetch_add(need, std::memory_order_relaxed);
         if (at > bytes_ || need > bytes_ - at) return nullptr;
         return base_ + at;
     }
+
+    // Around each parallel loop of the call (parallel_runtime.cpp). A task's
+    // scratch is freed at the task's end and taken again by the next task:
+    // from malloc that is the same block, still in the core's cache; bumped
+    // off the arena it was new memory every task, which made NHWC 32,7,7,2048's
+    // sums 25 % slower on the timing runner (Zen 3). So tasks allocate elsewhere.
+    void set_in_loop(bool in_loop) { in_loop_.store(in_loop, std::memory_order_relaxed); }
 
     // Whether `ptr` came from allocate() (its free is then nothing).
     bool owns(const void *ptr) const {
@@ -49,6 +61,7 @@ private:
     uint8_t *base_ = nullptr;
     size_t bytes_ = 0;
     std::atomic<size_t> next_{0};
+    std::atomic<bool> in_loop_{false};
 };
 
 }  // namespace fbngrad::runtime

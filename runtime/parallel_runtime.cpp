@@ -93,6 +93,16 @@ int do_par_for(void *user_context, halide_task_t task, int min, int size, uint8_
     // The private runtime runs fbngrad's kernels only, and every kernel call
     // passes its CallContext (api.cpp, split_phase_api.cpp).
     CallContext *call = static_cast<CallContext *>(user_context);
+    // The tasks' scratch comes from malloc (call_arena.h, set_in_loop).
+    struct InLoop {
+        CallContext *call;
+        explicit InLoop(CallContext *c) : call(c) {
+            if (call) call->scratch.set_in_loop(true);
+        }
+        ~InLoop() {
+            if (call) call->scratch.set_in_loop(false);
+        }
+    } in_loop(call);
     fbngrad_parallel_for_fn fn = call ? call->runner.fn() : nullptr;
     if (!fn) return on_own_pool(user_context, task, min, size, closure);
     if (size <= 0) return 0;
