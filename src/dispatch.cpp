@@ -148,7 +148,6 @@ void read_environment_once() {
 // -1: none; otherwise the index of the variant forced for its row (force_variant).
 std::atomic<int> g_forced_variant{-1};
 
-
 }  // namespace
 
 int variant_count() { return int(table().size()); }

@@ -21,11 +21,13 @@ dir=${FBNGRAD_BUILD:?}/edge-aarch64
 step() { printf '\n-- [edge-aarch64] %s\n' "$*"; }
 
 # The minimal program's budgets, in bytes (docs/edge-builds.md has the sizes
-# they were set from: 200,048 stripped, 147,009 loaded on 2026-12-05). The
-# stripped size moves in steps of 64 KiB (AArch64 aligns the data segment to
-# its maximum page size), the loaded bytes by the byte: both are held.
+# they were set from: 200,048 stripped, 147,009 loaded on 2026-12-05; 158,260
+# loaded by cd2ec01, 161,451 with a call's arena, the dispatcher's kept answers
+# and the NCHW route, 2026-12-06, when the loaded budget went from 160,000 to
+# 165,000). The stripped size moves in steps of 64 KiB (AArch64 aligns the data
+# segment to its maximum page size), the loaded bytes by the byte: both are held.
 budget=215000
-loaded_budget=160000
+loaded_budget=165000
 
 source "$root/tools/ci/lib/aarch64.sh"
 aarch64_check_tools
