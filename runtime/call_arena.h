@@ -25,23 +25,24 @@ public:
 
     // Lends [base, base + bytes) to one call; base kAlignment-aligned. No block: allocates nothing.
     void lend(uint8_t *base, size_t bytes) {
-        base_ = base;
-        bytes_ = base ? bytes / kAlignment * kAlignment : 0;
+        base_.store(base, std::memory_order_relaxed);
+        bytes_.store(base ? bytes / kAlignment * kAlignment : 0, std::memory_order_relaxed);
         next_.store(0, std::memory_order_relaxed);
     }
 
     // Safe from any thread of the call; nullptr where the block is spent or
     // the call is inside a parallel loop (the caller then allocates elsewhere).
     void *allocate(size_t bytes) {
-        if (bytes == 0 || bytes > bytes_ || in_loop_.load(std::memory_order_relaxed)) return nullptr;
+        const size_t size = bytes_.load(std::memory_order_relaxed);
+        if (bytes == 0 || bytes > size || in_loop_.load(std::memory_order_relaxed)) return nullptr;
         // One kAlignment more than rounded up: the per-channel arrays are C
         // floats each, and at C = 1024 or 2048 back to back they would all start
         // at the same offset in a 4 KiB page, and x_backprop reads three of them
         // beside rows of the tensors at that offset too (one L1 set for all).
         const size_t need = (bytes + kAlignment - 1) / kAlignment * kAlignment + kAlignment;
         const size_t at = next_.fetch_add(need, std::memory_order_relaxed);
-        if (at > bytes_ || need > bytes_ - at) return nullptr;
-        return base_ + at;
+        if (at > size || need > size - at) return nullptr;
+        return base_.load(std::memory_order_relaxed) + at;
     }
 
     // Around each parallel loop of the call (parallel_runtime.cpp). A task's
@@ -53,13 +54,17 @@ public:
 
     // Whether `ptr` came from allocate() (its free is then nothing).
     bool owns(const void *ptr) const {
-        const uint8_t *p = static_cast<const uint8_t *>(ptr);
-        return base_ && p >= base_ && p < base_ + bytes_;
+        const uint8_t *p = static_cast<const uint8_t *>(ptr), *base = base_.load(std::memory_order_relaxed);
+        return base && p >= base && p < base + bytes_.load(std::memory_order_relaxed);
     }
 
 private:
-    uint8_t *base_ = nullptr;
-    size_t bytes_ = 0;
+    // Atomic, though a call's tasks only ever read them between its start and
+    // its end (the pool's hand-offs order that): ThreadSanitizer cannot see
+    // Halide's pool synchronize, and a task's free on a pool thread reads them
+    // while the next call on the caller's stack may write the same bytes.
+    std::atomic<uint8_t *> base_{nullptr};
+    std::atomic<size_t> bytes_{0};
     std::atomic<size_t> next_{0};
     std::atomic<bool> in_loop_{false};
 };
