@@ -59,10 +59,8 @@ public:
     }
 
 private:
-    // Atomic, though a call's tasks only ever read them between its start and
-    // its end (the pool's hand-offs order that): ThreadSanitizer cannot see
-    // Halide's pool synchronize, and a task's free on a pool thread reads them
-    // while the next call on the caller's stack may write the same bytes.
+    // Atomic, as allocate() may be called from any thread (fbngrad's runtime
+    // itself allocates from the calling thread only: scratch_memory.cpp).
     std::atomic<uint8_t *> base_{nullptr};
     std::atomic<size_t> bytes_{0};
     std::atomic<size_t> next_{0};

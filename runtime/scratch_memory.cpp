@@ -3,7 +3,7 @@
 #include <cstdlib>
 
 #include "HalideRuntime.h"
-#include "halide_glue.h"
+#include "call_arena.h"
 #include "scratch_cache.h"
 
 namespace fbngrad::runtime {
@@ -16,16 +16,22 @@ ScratchCache &cache() {
     return *instance;
 }
 
-// Halide's user_context is the CallContext of the call (every kernel call
-// passes one: halide_glue.h), whatever thread the allocation runs on.
-void *scratch_malloc(void *user_context, size_t bytes) {
-    if (user_context && bytes < kScratchMinBytes)
-        if (void *ptr = static_cast<CallContext *>(user_context)->scratch.allocate(bytes)) return ptr;
+// The arena of the call this thread started, if any (lend_thread_block).
+// Only the calling thread allocates from it (outside the call's loops) and
+// frees into it, so a pool thread never reads the call's memory: that keeps
+// ThreadSanitizer, which cannot see Halide's pool order a task before the
+// call's end, from taking the next call's CallContext on the same stack bytes
+// for a race.
+thread_local CallArena *t_arena = nullptr;
+
+void *scratch_malloc(void *, size_t bytes) {
+    if (bytes < kScratchMinBytes && t_arena)
+        if (void *ptr = t_arena->allocate(bytes)) return ptr;
     return cache().allocate(bytes);
 }
 
-void scratch_free(void *user_context, void *ptr) {
-    if (user_context && static_cast<CallContext *>(user_context)->scratch.owns(ptr)) return;
+void scratch_free(void *, void *ptr) {
+    if (t_arena && t_arena->owns(ptr)) return;
     cache().release(ptr);
 }
 
@@ -62,12 +68,14 @@ bool lend_thread_block(CallArena *arena) {
     const uintptr_t first = reinterpret_cast<uintptr_t>(t_block.raw) + kAlign;
     arena->lend(reinterpret_cast<uint8_t *>((first + kAlign - 1) & ~uintptr_t(kAlign - 1)), kCallArenaBytes);
     t_block.lent = true;
+    t_arena = arena;
     return true;
 }
 
 void return_thread_block(CallArena *arena) {
     arena->lend(nullptr, 0);
     t_block.lent = false;
+    t_arena = nullptr;
 }
 
 void install_scratch_memory() {
