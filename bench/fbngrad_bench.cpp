@@ -33,6 +33,9 @@
 //                                and FILE (JSON) for bench/task_model.py
 //   --fbngrad_task_order=reverse the task report's runner takes each loop's tasks last to first
 //                                (default: index order; task_report.h says why)
+//   --fbngrad_task_repeats=N     the task report's calls per benchmark, each task's fastest kept
+//                                (default 15: with 5, a noisy VM left a loop's longest task up to
+//                                1.5x its mean, which the model reads as imbalance)
 // Without --benchmark_filter the run is limited to a default subset (hot float32, every
 // peer, and the bandwidth probe); --benchmark_filter=all runs everything.
 #include <benchmark/benchmark.h>
@@ -145,6 +148,7 @@ struct Bench {
 std::vector<Peer> g_peers;  // kept alive for the benchmarks' pointers
 
 std::string g_task_report;  // --fbngrad_task_report: the JSON file; "" when not asked for
+int g_task_repeats = 15;    // --fbngrad_task_repeats
 std::map<std::string, TaskProfile> g_task_profiles;  // per benchmark name, as g_verdicts
 
 // The task report's counters for an fbngrad benchmark (once per name; the
@@ -154,7 +158,7 @@ bool count_tasks(benchmark::State &state, const Bench &b, Runner &r, int64_t ele
     if (it == g_task_profiles.end()) {
         TaskProfile p;
         std::string err;
-        if (!profile_tasks([&] { return r.run(&err); }, 5, &p, &err)) {
+        if (!profile_tasks([&] { return r.run(&err); }, g_task_repeats, &p, &err)) {
             state.SkipWithError(("task report: " + err).c_str());
             return false;
         }
@@ -333,6 +337,10 @@ int main(int argc, char **argv) {
             g_task_report = a + 22;
             continue;
         }
+        if (i > 0 && std::strncmp(a, "--fbngrad_task_repeats=", 23) == 0) {
+            g_task_repeats = positive_flag("--fbngrad_task_repeats", a + 23);
+            continue;
+        }
         if (i > 0 && std::strncmp(a, "--fbngrad_task_order=", 21) == 0) {
             const std::string order = a + 21;
             if (order != "index" && order != "reverse") {
@@ -393,7 +401,7 @@ int main(int argc, char **argv) {
     if (!g_task_report.empty()) {
         std::string err;
         const std::string cpu = std::string(fbngrad_cpu_features()) + ", " + std::to_string(default_threads) + " threads";
-        if (!write_task_report(g_task_report, cpu, &err)) {
+        if (!write_task_report(g_task_report, cpu, g_task_repeats, &err)) {
             std::fprintf(stderr, "fbngrad_bench: %s\n", err.c_str());
             return 1;
         }

@@ -19,15 +19,28 @@ double us_since(Clock::time_point t0) { return std::chrono::duration<double, std
 bool g_reversed = false;  // set_task_order_reversed
 
 // The timing runner: the tasks one after the other on this thread (in index
-// order, or the reverse), each timed and its time kept at its index.
+// order, or the reverse), each timed and its time kept at its index. One
+// Timer serves every call of a profile, and start() keeps its storage: from
+// the second call on, a loop's times go where the last call's went, with no
+// allocation inside the call (a loop's allocation once came to 0.1-0.3 us,
+// which the model took for time outside the tasks: serial on any core count).
 struct Timer {
     Clock::time_point call_start;
-    std::vector<std::vector<double>> loops;
+    std::vector<std::vector<double>> loops;  // the first `used` are this call's
+    size_t used = 0;
     std::vector<double> edges;  // each loop's start and end, in us since call_start
+    void start(Clock::time_point t0) {
+        call_start = t0;
+        used = 0;
+        edges.clear();
+        edges.reserve(64);
+    }
     static int run(void *self, int32_t count, fbngrad_task_fn task, void *task_ctx) {
         Timer &timer = *static_cast<Timer *>(self);
+        if (timer.used == timer.loops.size()) timer.loops.emplace_back();
+        auto &loop = timer.loops[timer.used++];
+        loop.assign(size_t(count), 0.0);
         timer.edges.push_back(us_since(timer.call_start));
-        auto &loop = timer.loops.emplace_back(size_t(count), 0.0);
         for (int32_t k = 0; k < count; ++k) {
             const int32_t i = g_reversed ? count - 1 - k : k;
             const Clock::time_point t0 = Clock::now();
@@ -54,8 +67,9 @@ double runner_overhead_us() {
     static const double overhead = [] {
         constexpr int32_t kTasks = 20000;
         double best = 1e9;
+        Timer timer;
         for (int round = 0; round < 5; ++round) {
-            Timer timer;
+            timer.start(Clock::now());
             const Clock::time_point t0 = Clock::now();
             Timer::run(&timer, kTasks, noop_task, nullptr);
             double recorded = 0;
@@ -90,11 +104,11 @@ bool profile_tasks(const std::function<bool()> &call, int repeats, TaskProfile *
     // machine's other work does not count as time outside the tasks.
     *out = TaskProfile{};
     double outside = 0;
+    Timer timer;
     for (int r = 0; r < repeats; ++r) {
-        Timer timer;
         fbngrad_set_parallel_for(Timer::run, &timer);
         const Clock::time_point t0 = Clock::now();
-        timer.call_start = t0;
+        timer.start(t0);
         const bool ok = call();
         const double call_us = us_since(t0);
         fbngrad_set_parallel_for(nullptr, nullptr);
@@ -102,11 +116,13 @@ bool profile_tasks(const std::function<bool()> &call, int repeats, TaskProfile *
             *err = "the call failed on the timing runner";
             return false;
         }
+        const std::vector<std::vector<double>> &loops = timer.loops;
+        const size_t used = timer.used;
         double tasks = 0;
         size_t count = 0;
-        for (const auto &l : timer.loops) {
-            for (double t : l) tasks += t;
-            count += l.size();
+        for (size_t l = 0; l < used; ++l) {
+            for (double t : loops[l]) tasks += t;
+            count += loops[l].size();
         }
         tasks += double(count) * runner_overhead_us();  // the runner's, not the call's
         // The time outside the loops, where it falls: before the first, between
@@ -120,21 +136,21 @@ bool profile_tasks(const std::function<bool()> &call, int repeats, TaskProfile *
         gaps.push_back(call_us - last);
         if (r == 0) {
             outside = call_us - tasks;
-            out->task_us = std::move(timer.loops);
+            out->task_us.assign(loops.begin(), loops.begin() + ptrdiff_t(used));
             out->gap_us = std::move(gaps);
             continue;
         }
-        bool same = timer.loops.size() == out->task_us.size();
-        for (size_t l = 0; same && l < timer.loops.size(); ++l) same = timer.loops[l].size() == out->task_us[l].size();
+        bool same = used == out->task_us.size();
+        for (size_t l = 0; same && l < used; ++l) same = loops[l].size() == out->task_us[l].size();
         if (!same) {
             *err = "the parallel loops differ between two calls of the same problem";
             return false;
         }
         outside = std::min(outside, call_us - tasks);
         for (size_t g = 0; g < gaps.size(); ++g) out->gap_us[g] = std::min(out->gap_us[g], gaps[g]);
-        for (size_t l = 0; l < timer.loops.size(); ++l)
-            for (size_t i = 0; i < timer.loops[l].size(); ++i)
-                out->task_us[l][i] = std::min(out->task_us[l][i], timer.loops[l][i]);
+        for (size_t l = 0; l < used; ++l)
+            for (size_t i = 0; i < loops[l].size(); ++i)
+                out->task_us[l][i] = std::min(out->task_us[l][i], loops[l][i]);
     }
     out->call_us = std::max(0.0, outside);
     for (const auto &l : out->task_us)
@@ -152,14 +168,15 @@ void add_to_task_report(const std::string &benchmark, int64_t elements, const Ta
                         {"loops", loops}});
 }
 
-bool write_task_report(const std::string &path, const std::string &cpu, std::string *err) {
+bool write_task_report(const std::string &path, const std::string &cpu, int repeats, std::string *err) {
     const nlohmann::ordered_json doc = {
         {"about", "fbngrad_bench --fbngrad_task_report: each call's parallel loops on a serial timing runner "
-                  "(each task's fastest of 5 calls, call_us = those plus the fastest time outside the tasks, less "
+                  "(each task's fastest of `repeats` calls, call_us = those plus the fastest time outside the tasks, less "
                   "the timing runner's own time between tasks, runner_overhead_us_per_task); "
                   "bench/task_model.py models the speed-up on P cores"},
         {"fbngrad_version", fbngrad_version()},
         {"cpu", cpu},
+        {"repeats", repeats},
         {"runner_overhead_us_per_task", runner_overhead_us()},
         {"task_order", g_reversed ? "reverse" : "index"},
         {"benchmarks", g_report}};

@@ -37,6 +37,7 @@ void set_task_order_reversed(bool reversed);
 
 // Collects profiles and writes them as JSON (the format task_model.py reads).
 void add_to_task_report(const std::string &benchmark, int64_t elements, const TaskProfile &p);
-bool write_task_report(const std::string &path, const std::string &cpu, std::string *err);
+// `repeats`: the calls each profile took (profile_tasks), recorded in the file.
+bool write_task_report(const std::string &path, const std::string &cpu, int repeats, std::string *err);
 
 }  // namespace fbngrad_bench
