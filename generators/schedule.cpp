@@ -49,9 +49,23 @@ void schedule_per_channel_stages(BnGradFuncs &f, BnGradOutputs &out, int vec) {
     }
     if (f.computes_outputs()) {
         f.inv.compute_root().vectorize(c, vec, guard);
-        f.coef.compute_root().vectorize(c, vec, guard);
-        out.scale_backprop.vectorize(c, vec, guard);
-        out.offset_backprop.vectorize(c, vec, guard);
+        // Training: scale/offset_backprop in coef's loop (compute_with: none
+        // reads another), before the loop over the tensors, not after it:
+        // there they read sums and inv back cold and ran on one thread after
+        // the last task, 0.3-0.4 us of a 32,7,7,512 call (the time that caps
+        // many cores' speed-up). Inference's coef needs no sums, and the NHWC
+        // one pass computes the sums with x_backprop, which needs coef: the
+        // outputs stay last there (fused, a cycle Halide refuses).
+        if (f.training) {
+            Var co("c_pc"), ci("c_pci");
+            f.coef.compute_root().split(c, co, ci, vec, guard).vectorize(ci);
+            for (Func g : {out.scale_backprop, out.offset_backprop})
+                g.split(c, co, ci, vec, guard).vectorize(ci).compute_with(f.coef, co);
+        } else {
+            f.coef.compute_root().vectorize(c, vec, guard);
+            out.scale_backprop.vectorize(c, vec, guard);
+            out.offset_backprop.vectorize(c, vec, guard);
+        }
     }
 }
 
@@ -81,15 +95,24 @@ Expr even_piece(Expr units, Expr capped) {
 }
 
 // Whether the NHWC loops over the blocks' partials (their zeroing, their
-// combine) run in parallel: where their blocks·C values make a task of the
-// call's size (the rule's on a caller's runner). Below that such a loop is a
-// few microseconds, less than a parallel loop costs a call on a framework's
+// combine with the per-channel stages) run in parallel: where their values,
+// two partial sums a channel a block (2·blocks·C), make a task of the call's
+// size (the rule's on a caller's runner). Below that such a loop is a few
+// microseconds, less than a parallel loop costs a call on a framework's
 // pool; on fbngrad's own pool of 2 threads that keeps both serial on the
 // catalogue (the 2-core A/B, docs/threads.md), on many threads they are
-// parallel where large.
+// parallel where large. Where the call's task size is the rule's (a
+// caller's runner, or fbngrad's pool of many threads), also wherever the
+// rule asks those values for 2 tasks or more: the rule's size grows with the
+// call (elements / 256), and 32,112,112,64's 13 us combine, a tenth of a
+// task of that size, stayed one task, an eighth of the call's modelled time
+// on 64 cores.
 Expr partials_in_parallel(const BnGradFuncs &f, Expr rows_per_block, Expr task_elements) {
     const Expr blocks = (f.S + rows_per_block - 1) / max(rows_per_block, 1);
-    return blocks * f.C >= max(kElementsPerTask, task_elements);
+    const Expr values = 2 * blocks * f.C;
+    const Expr rule_size = max(kElementsPerTask, (f.C * f.S * f.N) / 256);
+    return values >= max(kElementsPerTask, task_elements) ||
+           (task_elements <= rule_size && values >= 2 * kElementsPerTask);
 }
 
 }  // namespace
@@ -137,21 +160,93 @@ void schedule_nhwc_partial_combine(BnGradFuncs &f, const RVar &rso, Expr rows_pe
                                    int vec) {
     const Var &c = f.c, &n = f.n;
     const TailStrategy guard = TailStrategy::GuardWithIf;
-    // 16 channels a task: one whole 64-byte line of each block's float32
-    // partials, read down the blocks (8 channels read half a line, and two
-    // tasks shared it). On 2 cores no width was measurably faster: there the
-    // cost is the blocks' partials themselves (docs/threads.md, the 2-core
-    // A/B). C/16 tasks meet the rule for the blocks·C values this loop adds
-    // while blocks <= 1024 (the catalogue's largest: 448). With 32 channels,
-    // C = 256 had 8 tasks of up to 19 us (0.1 ms in all, 32,56,56,256 on
-    // Zen 3): more time a value than the sums take an element, so the model
-    // asked for 10-12 (bench/task_model.py).
-    const int width = 16;
+    // 8 channels a task: C/8 tasks, 32 at C = 256 and 64 at C = 512, so that
+    // 64 cores take the combine in one wave of short tasks (at 16 channels,
+    // its longest task was 0.4-1.0 us of the 8-9 us a 32,7,7,512 or
+    // 32,14,14,256 call takes on 64 cores in the model). Two tasks read
+    // halves of one 64-byte line of each block's partials; they only read it.
+    // A task adds its channels' blocks in registers: `partial` is computed
+    // per task into a register-sized buffer (store_in Register) and the
+    // wrapper stores it once. Added in place in memory, each block's add
+    // waited for the last one's store (0.3 us a task of 63 blocks, whatever
+    // the width), and 8 channels a task cost fbngrad's own pool, which runs
+    // this loop on one thread (partials_in_parallel), twice 16's time. With
+    // 32 channels, C = 256 had 8 tasks of up to 19 us (0.1 ms in all,
+    // 32,56,56,256 on Zen 3). The same adds in the same order: the same bits.
+    const int width = 8;
+    const int lanes = std::min(vec, width);
     Var co("co"), ci("ci");
-    f.partial.compute_root().vectorize(c, vec, guard);
-    Stage combine = f.partial.update();
-    combine.split(c, co, ci, width, guard).reorder(ci, rso, co, n).vectorize(ci, std::min(vec, 8), guard);
-    combine.specialize(partials_in_parallel(f, rows_per_block, task_elements)).parallel(co);
+    Func combined = f.partial.in();
+    combined.compute_root().split(c, co, ci, width, guard).reorder(ci, co, n).vectorize(ci, lanes, guard);
+    combined.specialize(partials_in_parallel(f, rows_per_block, task_elements)).parallel(co);
+    f.partial.compute_at(combined, co).store_in(MemoryType::Register).vectorize(c, lanes, guard);
+    f.partial.update().reorder(c, rso, n).vectorize(c, lanes, guard);
+}
+
+bool nhwc_channel_tasks(const BnGradFuncs &f, bool one_pass) {
+    return f.layout == Layout::NHWC && f.computes_sums() && f.computes_outputs() && !one_pass;
+}
+
+void schedule_nhwc_channel_tasks(BnGradFuncs &f, BnGradOutputs &out, const RVar &rso, Expr rows_per_block,
+                                 Expr task_elements, int vec) {
+    const Var &c = f.c, &n = f.n;
+    const TailStrategy guard = TailStrategy::GuardWithIf;
+    // Everything per channel between the loops over the tensors, in one
+    // parallel loop over groups of 8 channels (64 tasks at C = 512): a task
+    // adds its channels' blocks (partial, in registers), then the sums over
+    // samples, inv, coef and scale/offset_backprop of those channels. On one
+    // thread these stages were 0.5-0.8 us of a 32,7,7,512 call (the time
+    // outside its tasks that caps many cores' speed-up), and the combine
+    // alone a loop of its own. The group's loop is coef's in training
+    // (x_backprop reads it, and it needs the sums), the outputs' in
+    // inference (whose coef needs no sums and is computed before, at root).
+    // The same arithmetic in the same order: the same bits.
+    const int width = 8;
+    const int lanes = std::min(vec, width);
+    Var co("co"), ct("ct"), cg("cg"), ci("ci");
+    // All the groups in one task where the blocks' partials are too few for
+    // a task of the call's size (fbngrad's own pool on few threads: a loop
+    // of one task, which the runtime runs on the calling thread).
+    const Expr groups = (f.C + width - 1) / width;
+    const Expr per_task = select(partials_in_parallel(f, rows_per_block, task_elements), 1, max(groups, 1));
+    // No loop partitioning: Halide would copy the group's whole body into a
+    // prologue and an epilogue of the task loop for the guards' sake, 19 KB
+    // more code in a kernel (AArch64's minimal program: 161 -> 181 KB loaded)
+    // for loops of a few tasks that a guard costs nothing in.
+    auto group_loop = [&](Func g) {
+        g.compute_root().split(c, co, ci, width, guard).split(co, ct, cg, per_task, guard).vectorize(ci, lanes, guard)
+            .parallel(ct).never_partition_all();
+    };
+    Func lead = f.training ? f.coef : out.scale_backprop;
+    group_loop(lead);
+    std::vector<Func> fused{out.offset_backprop};
+    if (f.training) fused.push_back(out.scale_backprop);
+    for (Func g : fused) {
+        group_loop(g);
+        g.compute_with(lead, cg);
+    }
+    // A group's values in registers: `width` channels whatever the tail's
+    // guard makes of the extent (bound_storage).
+    auto in_registers = [&](Func g) { g.bound_storage(c, width).store_in(MemoryType::Register); };
+    f.sums.compute_at(lead, cg).vectorize(c, lanes, guard).never_partition_all();
+    in_registers(f.sums);
+    // partial (the combine) at the sums' vector of channels, not at the
+    // group: the group's extent is the union of the fused stages' bounds,
+    // which Halide cannot prove one vector, and its loop over them kept
+    // partial out of registers (0.34 us a task against 0.17).
+    Var cvo("cvo"), cvi("cvi");
+    f.sums.update().split(c, cvo, cvi, lanes, guard).reorder(cvi, cvo, f.rn.x).vectorize(cvi).never_partition_all();
+    f.partial.compute_at(f.sums, cvo).vectorize(c, lanes, guard).never_partition_all();
+    in_registers(f.partial);
+    f.partial.update().reorder(c, rso, n).vectorize(c, lanes, guard).never_partition_all();
+    if (f.training) {
+        f.inv.compute_at(lead, cg).vectorize(c, lanes, guard).never_partition_all();
+        in_registers(f.inv);
+    } else {
+        // Inference's coef (scale * inv, before x_backprop) reads inv too.
+        f.inv.compute_root().vectorize(c, vec, guard);
+        f.coef.compute_root().vectorize(c, vec, guard);
+    }
 }
 
 void schedule_nhwc_block_sums(Func block, const BnGradFuncs &f, const RVar &rsi, const Var &so,

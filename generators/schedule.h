@@ -71,7 +71,8 @@ void schedule_for_target(BnGradFuncs &f, BnGradOutputs &out, const Halide::Targe
 //   (runtime/parallel_runtime.cpp, fbng_task_elements): long contiguous runs
 //   on 2 cores, the rule's tasks for any pool. (The fused op only; the split
 //   phase keeps kElementsPerTask, see task_elements().)
-// - The NHWC combine of the blocks' partials: schedule_nhwc_partial_combine.
+// - The NHWC combine of the blocks' partials: schedule_nhwc_channel_tasks (the
+//   fused op, with every per-channel stage) or schedule_nhwc_partial_combine.
 constexpr int kElementsPerTask = fbngrad::runtime::kRuleTaskElements;
 
 // The piece (rows, planes, channels) of a loop over `units` units of
@@ -93,9 +94,11 @@ Halide::Expr nhwc_rows_per_block(const BnGradFuncs &f, Halide::Expr preferred, b
 
 // The CPU schedules' NHWC combine of the sum blocks' partials (f.partial's
 // update, loops c, rso, n after the rfactor of rso into blocks of
-// rows_per_block rows): 16 channels a task, in parallel where its blocks·C
-// values make a task of `task_elements` (the pipeline's task_elements(f): on
-// a caller's runner the rule's size). Serial, it was the time outside the parallel loops (1-8 % of a call,
+// rows_per_block rows), where nhwc_channel_tasks does not hold (the split
+// phase's reduce, the NHWC one pass): 8 channels a task, added in registers,
+// in parallel where its blocks·C values make a task of `task_elements` (the
+// pipeline's task_elements(f): on a caller's runner the rule's size).
+// Serial, it was the time outside the parallel loops (1-8 % of a call,
 // C·S/rows_per_block values) that capped the modelled speed-up on many cores.
 // Each channel still adds its blocks in order: the same bits.
 void schedule_nhwc_partial_combine(BnGradFuncs &f, const Halide::RVar &rso, Halide::Expr rows_per_block,
@@ -141,11 +144,21 @@ std::vector<int> nhwc_channel_widths(int vec);
 // order (the same bits).
 void vectorize_nhwc_channels(Halide::Stage st, const BnGradFuncs &f, const std::vector<int> &widths);
 
+// The fused op's NHWC schedules on CPUs (not the NHWC one pass, not the
+// split phase): every per-channel stage after the sums' loop (the combine of
+// the blocks' partials, the sums over samples, inv, coef, scale/offset
+// backprop) in one parallel loop over groups of channels, in place of
+// schedule_per_channel_stages and schedule_nhwc_partial_combine.
+bool nhwc_channel_tasks(const BnGradFuncs &f, bool one_pass);
+void schedule_nhwc_channel_tasks(BnGradFuncs &f, BnGradOutputs &out, const Halide::RVar &rso,
+                                 Halide::Expr rows_per_block, Halide::Expr task_elements, int vec);
+
 // The CPU schedules' per-channel Funcs (the sums over samples, inv, coef and
 // the phase's [C] outputs): tiny, each one vectorized loop computed once
-// before the big loops, and scheduled the same way in every phase (a
-// split-phase pipeline holds only the sums or only the outputs). The x86
-// NCHW one pass computes them inside its tasks instead.
+// before the loop over the tensors that needs it (scale/offset_backprop in
+// coef's loop), and scheduled the same way in every phase (a split-phase
+// pipeline holds only the sums or only the outputs). The x86 NCHW one pass
+// computes them inside its tasks instead.
 void schedule_per_channel_stages(BnGradFuncs &f, BnGradOutputs &out, int vec);
 
 // The CPU schedules' NHWC sums over a block of rows, the rfactor'd stage

@@ -42,7 +42,8 @@ void schedule_arm(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
     const TailStrategy guard = TailStrategy::GuardWithIf;
     Var &c = f.c, &s = f.s, &n = f.n;
 
-    schedule_per_channel_stages(f, out, vec);
+    const bool channel_tasks = nhwc_channel_tasks(f, false);
+    if (!channel_tasks) schedule_per_channel_stages(f, out, vec);
 
     if (f.layout == Layout::NHWC) {
         if (f.computes_sums()) {
@@ -57,7 +58,10 @@ void schedule_arm(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
             schedule_nhwc_block_sums(block, f, rsi, so, rows_per_block, call_task_elements,
                                      nhwc_channel_widths(vec));
 
-            schedule_nhwc_partial_combine(f, rso, rows_per_block, call_task_elements, vec);
+            if (channel_tasks)
+                schedule_nhwc_channel_tasks(f, out, rso, rows_per_block, call_task_elements, vec);
+            else
+                schedule_nhwc_partial_combine(f, rso, rows_per_block, call_task_elements, vec);
         }
         if (f.computes_outputs()) {
             // x_backprop: parallel over blocks of rows, vectorized over channels.

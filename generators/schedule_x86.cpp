@@ -77,7 +77,8 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
         return;
     }
 
-    schedule_per_channel_stages(f, out, vec);
+    const bool channel_tasks = nhwc_channel_tasks(f, one_pass);
+    if (!channel_tasks) schedule_per_channel_stages(f, out, vec);
 
     if (f.layout == Layout::NHWC) {
         // Channels are the vector lanes. With fewer channels than lanes a
@@ -110,7 +111,10 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
                 schedule_nhwc_block_sums(block, f, rsi, so, rows_per_block, call_task_elements, widths);
             }
 
-            schedule_nhwc_partial_combine(f, rso, rows_per_block, call_task_elements, vec);
+            if (channel_tasks)
+                schedule_nhwc_channel_tasks(f, out, rso, rows_per_block, call_task_elements, vec);
+            else
+                schedule_nhwc_partial_combine(f, rso, rows_per_block, call_task_elements, vec);
         }
         if (f.computes_outputs()) {
             // x_backprop: parallel over blocks of rows, vectorized over channels.

@@ -82,6 +82,11 @@ int one_run(void *user_context, int r, uint8_t *runs) {
 constexpr int kSmallLoopTasks = 64;
 
 int on_own_pool(void *user_context, halide_task_t task, int min, int size, uint8_t *closure) {
+    // A loop of one task runs on the calling thread, without the pool's lock
+    // and wake-up: the NHWC per-channel loop is one where its channels make
+    // no task of the call's size (generators/schedule.cpp,
+    // schedule_nhwc_channel_tasks), on few threads every call.
+    if (size == 1) return task(user_context, min, closure);
     const int runs = (size < kSmallLoopTasks ? 1 : kRunsPerThread) * std::max(1, pool_threads());
     if (size <= runs) return halide_default_do_par_for(user_context, task, min, size, closure);
     Runs k{task, min, size, (size + runs - 1) / runs, closure};
