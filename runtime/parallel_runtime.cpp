@@ -12,6 +12,19 @@
 #include "halide_glue.h"
 #include "task_size.h"
 
+// ThreadSanitizer builds (tests/tsan, tools/ci/40-reliability.sh).
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define FBNGRAD_TSAN 1
+#endif
+#endif
+#if !defined(FBNGRAD_TSAN) && defined(__SANITIZE_THREAD__)
+#define FBNGRAD_TSAN 1
+#endif
+#ifdef FBNGRAD_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
 namespace fbngrad::runtime {
 
 struct RunnerRecord {
@@ -81,6 +94,33 @@ int one_run(void *user_context, int r, uint8_t *runs) {
 // own_pool_task_elements gives the other loops of such a call.
 constexpr int kSmallLoopTasks = 64;
 
+#ifdef FBNGRAD_TSAN
+// Halide's pool starts a loop's tasks after halide_do_par_for is entered and
+// returns after they end, but through its own uninstrumented locks, which
+// ThreadSanitizer cannot see: a task that reads the call's state (a kernel's
+// task evaluates its loop bounds, fbng_task_elements reads the call's runner)
+// then looks unordered with the caller's writes before and after the loop.
+// These edges say what the pool guarantees: the loop's start happens before
+// each task, each task before the loop's return. Only in TSan builds.
+struct Ordered {
+    halide_task_t task;
+    uint8_t *closure;
+};
+
+int ordered_task(void *user_context, int index, uint8_t *ordered) {
+    const Ordered *o = reinterpret_cast<const Ordered *>(ordered);
+    __tsan_acquire(ordered);
+    const int rc = o->task(user_context, index, o->closure);
+    __tsan_release(ordered);
+    return rc;
+}
+
+int on_own_pool_ordered(void *user_context, halide_task_t task, int min, int size, uint8_t *closure);
+#define FBNGRAD_OWN_POOL on_own_pool_ordered
+#else
+#define FBNGRAD_OWN_POOL on_own_pool
+#endif
+
 int on_own_pool(void *user_context, halide_task_t task, int min, int size, uint8_t *closure) {
     // A loop of one task runs on the calling thread, without the pool's lock
     // and wake-up: the NHWC per-channel loop is one where its channels make
@@ -93,6 +133,17 @@ int on_own_pool(void *user_context, halide_task_t task, int min, int size, uint8
     return halide_default_do_par_for(user_context, one_run, 0, (size + k.run - 1) / k.run,
                                      reinterpret_cast<uint8_t *>(&k));
 }
+
+#ifdef FBNGRAD_TSAN
+int on_own_pool_ordered(void *user_context, halide_task_t task, int min, int size, uint8_t *closure) {
+    Ordered o{task, closure};
+    uint8_t *sync = reinterpret_cast<uint8_t *>(&o);
+    __tsan_release(sync);
+    const int rc = on_own_pool(user_context, ordered_task, min, size, sync);
+    __tsan_acquire(sync);
+    return rc;
+}
+#endif
 
 int do_par_for(void *user_context, halide_task_t task, int min, int size, uint8_t *closure) {
     // The private runtime runs fbngrad's kernels only, and every kernel call
@@ -109,7 +160,7 @@ int do_par_for(void *user_context, halide_task_t task, int min, int size, uint8_
         }
     } in_loop(call);
     fbngrad_parallel_for_fn fn = call ? call->runner.fn() : nullptr;
-    if (!fn) return on_own_pool(user_context, task, min, size, closure);
+    if (!fn) return FBNGRAD_OWN_POOL(user_context, task, min, size, closure);
     if (size <= 0) return 0;
     Loop loop{task, user_context, min, closure};
     const int rc = fn(call->runner.ctx(), size, run_one, &loop);
