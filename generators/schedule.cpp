@@ -81,7 +81,7 @@ void specialize_nhwc_row_sums(Stage blocks, const BnGradFuncs &f, const RVar &rs
         }
     }
     for (int small = 1; small < widths.back(); ++small)
-        blocks.specialize(f.C == small).reorder(rsi, c, so, n).unroll(c, small).rename(so, Var(kScalarLoopName));
+        blocks.specialize(f.C == small).reorder(rsi, c, so, n).unroll(c, small);
 }
 
 namespace {
@@ -94,14 +94,13 @@ Expr even_piece(Expr units, Expr capped) {
     return max(1, Call::make(Int(32), "fbng_even_piece", {units, capped}, Call::PureExtern));
 }
 
-// Whether the NHWC loops over the blocks' partials (their zeroing, their
-// combine with the per-channel stages) run in parallel: where their values,
-// two partial sums a channel a block (2·blocks·C), make a task of the call's
-// size (the rule's on a caller's runner). Below that such a loop is a few
-// microseconds, less than a parallel loop costs a call on a framework's
-// pool; on fbngrad's own pool of 2 threads that keeps both serial on the
-// catalogue (the 2-core A/B, docs/threads.md), on many threads they are
-// parallel where large. Where the call's task size is the rule's (a
+// Whether the NHWC loop over the blocks' partials (their combine, with the
+// per-channel stages) runs in parallel: where their values, two partial sums
+// a channel a block (2·blocks·C), make a task of the call's size (the rule's
+// on a caller's runner). Below that the loop is a few microseconds, less
+// than a parallel loop costs a call on a framework's pool; on fbngrad's own
+// pool of 2 threads that keeps it serial on the catalogue (the 2-core A/B,
+// docs/threads.md), on many threads it is parallel where large. Where the call's task size is the rule's (a
 // caller's runner, or fbngrad's pool of many threads), also wherever the
 // rule asks those values for 2 tasks or more: the rule's size grows with the
 // call (elements / 256), and 32,112,112,64's 13 us combine, a tenth of a
@@ -197,10 +196,12 @@ void schedule_nhwc_channel_tasks(BnGradFuncs &f, BnGradOutputs &out, const RVar 
     // samples, inv, coef and scale/offset_backprop of those channels. On one
     // thread these stages were 0.5-0.8 us of a 32,7,7,512 call (the time
     // outside its tasks that caps many cores' speed-up), and the combine
-    // alone a loop of its own. The group's loop is coef's in training
-    // (x_backprop reads it, and it needs the sums), the outputs' in
-    // inference (whose coef needs no sums and is computed before, at root).
-    // The same arithmetic in the same order: the same bits.
+    // alone a loop of its own. The group's loop is coef's, which x_backprop
+    // reads, in inference too, whose coef (scale * inv) needs no sums: at
+    // root before x_backprop, its inv's square roots and divisions were
+    // 0.2-0.3 us on one thread of a 32,7,7,512 call, and x_backprop now runs
+    // after the sums, as in training. The same arithmetic in the same order:
+    // the same bits.
     const int width = 8;
     const int lanes = std::min(vec, width);
     Var co("co"), ct("ct"), cg("cg"), ci("ci");
@@ -217,11 +218,9 @@ void schedule_nhwc_channel_tasks(BnGradFuncs &f, BnGradOutputs &out, const RVar 
         g.compute_root().split(c, co, ci, width, guard).split(co, ct, cg, per_task, guard).vectorize(ci, lanes, guard)
             .parallel(ct).never_partition_all();
     };
-    Func lead = f.training ? f.coef : out.scale_backprop;
+    Func lead = f.coef;
     group_loop(lead);
-    std::vector<Func> fused{out.offset_backprop};
-    if (f.training) fused.push_back(out.scale_backprop);
-    for (Func g : fused) {
+    for (Func g : {out.offset_backprop, out.scale_backprop}) {
         group_loop(g);
         g.compute_with(lead, cg);
     }
@@ -239,14 +238,8 @@ void schedule_nhwc_channel_tasks(BnGradFuncs &f, BnGradOutputs &out, const RVar 
     f.partial.compute_at(f.sums, cvo).vectorize(c, lanes, guard).never_partition_all();
     in_registers(f.partial);
     f.partial.update().reorder(c, rso, n).vectorize(c, lanes, guard).never_partition_all();
-    if (f.training) {
-        f.inv.compute_at(lead, cg).vectorize(c, lanes, guard).never_partition_all();
-        in_registers(f.inv);
-    } else {
-        // Inference's coef (scale * inv, before x_backprop) reads inv too.
-        f.inv.compute_root().vectorize(c, vec, guard);
-        f.coef.compute_root().vectorize(c, vec, guard);
-    }
+    f.inv.compute_at(lead, cg).vectorize(c, lanes, guard).never_partition_all();
+    in_registers(f.inv);
 }
 
 void schedule_nhwc_block_sums(Func block, const BnGradFuncs &f, const RVar &rsi, const Var &so,
@@ -259,49 +252,55 @@ void schedule_nhwc_block_sums(Func block, const BnGradFuncs &f, const RVar &rsi,
     // rule with blocks of many rows. Whole rows where they fit a task (fbngrad's
     // own pool on few cores). Only the work's placement: the same bits.
     const Expr width = Call::make(Int(32), "fbng_strip_channels",
-                                  {f.C, rows_per_block, task_elements, Expr(kStripChannels)}, Call::PureExtern);
-    // Split into vectors first, then the vectors into strips: a strip's end is
-    // then a loop bound, not a masked vector. (Split the other way, the last
-    // strip's masked-off vectors past C seemingly still took their cache lines,
-    // which the next block's task was writing on another core: with 64-channel
-    // strips, 8,14,14,96 ran 6x slower on 2 threads than on 1, on Zen 3.)
+                                  {f.C, rows_per_block, task_elements, Expr(kStripChannels), Expr(kWidestStrip)},
+                                  Call::PureExtern);
     const int lanes = std::min(widths.front(), kStripChannels);
     const Expr vectors_per_strip = max(1, (width + lanes - 1) / lanes);
     const Expr strips = f.C > kStripChannels;
 
-    // The zeroing of the blocks' partials (the pure stage). On one thread it
-    // was most of a small NHWC call's time outside its tasks (2-3 % of
-    // 32,7,7,512 on the timing runner), which caps the speed-up on many cores.
-    // In parallel with the sums' own tasks (a task zeroes what the same task
-    // of the sums' loop then adds into) where the combine is parallel too
-    // (partials_in_parallel).
-    // Its parallel loops are named kZeroingLoopName: they only store zeros,
-    // with no arithmetic, which tests/check_vectorized.py needs to know.
-    // A task: one strip of vectors of channels over one block of rows, its
-    // `rows` loops (none for the zeroing, the block's rows for the sums)
-    // inside the strip's vectors.
-    auto strip_tasks = [&](Stage st, const std::vector<VarOrRVar> &rows, const Var &task) {
-        Var cv("cv"), cl("cl"), cs("cs"), cvi("cvi");
-        std::vector<VarOrRVar> order{cl, cvi};
-        order.insert(order.end(), rows.begin(), rows.end());
-        order.insert(order.end(), {cs, so, n});
-        st.split(c, cv, cl, lanes, guard).split(cv, cs, cvi, vectors_per_strip, guard).reorder(order)
-            .fuse(cs, so, task).parallel(task).vectorize(cl);
-    };
-
-    block.compute_root();
+    // A task zeroes its partials (a strip of channels of one block), sums the
+    // block's rows into them, in a buffer on its own stack, and stores them
+    // where the combine reads them (`stored`, Halide's wrapper of `block`).
+    // The zeroing had a parallel loop of its own before the sums' (0.1-0.2 us
+    // and a gap of 32,7,7,512's 6-7 us on 64 cores in the model, and one more
+    // loop for a runner to start and wait for). The parallel loop is `so_task`
+    // (kScalarLoopName below the narrowest vector); the task's loop of one
+    // iteration inside it, `so_sums`, the one `block` is computed at, is in
+    // every specialization (compute_at needs a loop of that name in each).
+    Func stored = block.in();
+    Var task("so_task"), at("so_sums");
+    stored.compute_root().reorder(c, so, n);  // rfactor made so the outermost
     {
-        Var zero(kZeroingLoopName);
-        const Expr in_parallel = partials_in_parallel(f, rows_per_block, task_elements);
-        strip_tasks(block.specialize(in_parallel && strips), {}, zero);
-        block.specialize(in_parallel).rename(so, zero).parallel(zero).vectorize(c, lanes, guard);
-        block.vectorize(c, lanes, guard);
+        // Split into vectors first, then the vectors into strips: a strip's end
+        // is then a loop bound, not a masked vector. (Split the other way, the
+        // last strip's masked-off vectors past C seemingly still took their
+        // cache lines, which the next block's task was writing on another
+        // core: with 64-channel strips, 8,14,14,96 ran 6x slower on 2 threads
+        // than on 1, on Zen 3.)
+        Var cv("cv"), cl("cl"), cs("cs"), cvi("cvi"), fused("so_strip");
+        stored.specialize(strips)
+            .split(c, cv, cl, lanes, guard)
+            .split(cv, cs, cvi, vectors_per_strip, guard)
+            .reorder(cl, cvi, cs, so, n)
+            .fuse(cs, so, fused)
+            .split(fused, task, at, 1)
+            .parallel(task)
+            .vectorize(cl);
     }
+    for (int small = 1; small < widths.back(); ++small) {
+        const Var scalar(kScalarLoopName);
+        stored.specialize(f.C == small).split(so, scalar, at, 1).parallel(scalar);
+    }
+    stored.split(so, task, at, 1).parallel(task);
+    vectorize_nhwc_channels(stored, f, widths);
 
+    // At most kWidestStrip channels a task (strip_channels; below
+    // kStripChannels channels the task's are C): a constant size, so the
+    // buffer is the task's stack, not a heap allocation each task.
+    block.compute_at(stored, at).bound_storage(c, kWidestStrip).store_in(MemoryType::Stack);
+    block.vectorize(c, lanes, guard);
     Stage blocks = block.update();
     blocks.reorder(c, rsi, so, n);
-    strip_tasks(blocks.specialize(strips), {rsi}, Var("so_strip"));
-    blocks.parallel(so);
     specialize_nhwc_row_sums(blocks, f, rsi, so, widths);
     vectorize_nhwc_channels(blocks, f, widths);
 }

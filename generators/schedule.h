@@ -104,15 +104,15 @@ Halide::Expr nhwc_rows_per_block(const BnGradFuncs &f, Halide::Expr preferred, b
 void schedule_nhwc_partial_combine(BnGradFuncs &f, const Halide::RVar &rso, Halide::Expr rows_per_block,
                                    Halide::Expr task_elements, int vec);
 
-// The CPU schedules' NHWC sum blocks, the rfactor'd Func `block` (compute_root
-// here; its update's loops c, rsi, so, n from innermost): parallel over the
-// blocks of rows `so`, and above kStripChannels channels over strips of
-// channels too; small C in registers (specialize_nhwc_row_sums), the rest
-// vectorized over channels with `widths` (widest first). Its zeroing (the
-// pure stage) runs on the same tasks where large enough to be worth a
-// parallel loop. `task_elements`: the pipeline's task_elements(f) (one Expr a
-// pipeline: each call of task_elements() makes a user_context parameter of
-// its own, and Halide refuses two).
+// The CPU schedules' NHWC sum blocks, the rfactor'd Func `block` (its
+// update's loops c, rsi, so, n from innermost): parallel over the blocks of
+// rows `so`, and above kStripChannels channels over strips of channels too;
+// each task zeroes and sums its partials on its own stack and stores them in
+// block's wrapper (compute_root), which the combine reads; small C in
+// registers (specialize_nhwc_row_sums), the rest vectorized over channels
+// with `widths` (widest first). `task_elements`: the pipeline's
+// task_elements(f) (one Expr a pipeline: each call of task_elements() makes a
+// user_context parameter of its own, and Halide refuses two).
 void schedule_nhwc_block_sums(Halide::Func block, const BnGradFuncs &f, const Halide::RVar &rsi,
                               const Halide::Var &so, Halide::Expr rows_per_block, Halide::Expr task_elements,
                               const std::vector<int> &widths);
@@ -124,15 +124,14 @@ void schedule_nhwc_block_sums(Halide::Func block, const BnGradFuncs &f, const Ha
 // 512, 0.88-1.00x (docs/threads.md).
 constexpr int kStripChannels = 512;
 
+// The widest strip (runtime/task_size.h, strip_channels): a task's partials,
+// two float32 a channel, are 16 KB of its stack at most, whatever C.
+constexpr int kWidestStrip = 4 * kStripChannels;
+
 // The name of a parallel loop that a schedule makes scalar on purpose (NHWC,
 // C below the narrowest vector): tests/check_vectorized.py lets exactly the
 // loops of this name go without vector arithmetic.
 inline const char *const kScalarLoopName = "so_scalar";
-
-// The name of the parallel loops that zero the NHWC sum blocks' partials
-// (schedule_nhwc_block_sums): vector stores and no arithmetic, which
-// tests/check_vectorized.py checks for loops of this name instead.
-inline const char *const kZeroingLoopName = "so_zero";
 
 // The vector widths (float lanes) of the NHWC channel loops, widest first:
 // vec, vec/2, ... down to 4 (the narrowest register of every CPU target).
@@ -169,9 +168,9 @@ void schedule_per_channel_stages(BnGradFuncs &f, BnGradOutputs &out, int vec);
 // of `widths` (widest first; AVX2, widths 8 and 4: C = 8, 16, 24, 32, 4, 12):
 // the row loop innermost, the row's vectors unrolled inside it, so the
 // accumulators stay in registers; and for C below the narrowest width:
-// unrolled scalar rows, the parallel loop renamed kScalarLoopName. Each
-// channel still sums its rows in order: the same bits. The caller schedules
-// the general case after.
+// unrolled scalar rows (schedule_nhwc_block_sums names the task loop
+// kScalarLoopName there). Each channel still sums its rows in order: the
+// same bits. The caller schedules the general case after.
 void specialize_nhwc_row_sums(Halide::Stage blocks, const BnGradFuncs &f, const Halide::RVar &rsi,
                               const Halide::Var &so, const std::vector<int> &widths);
 

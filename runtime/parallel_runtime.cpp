@@ -220,6 +220,7 @@ extern "C" int32_t fbng_even_piece(int32_t units, int32_t capped) {
 }
 
 // Called by the kernels (generators/schedule.cpp: schedule_nhwc_block_sums), once a call.
-extern "C" int32_t fbng_strip_channels(int32_t channels, int32_t rows, int32_t task_elements, int32_t align) {
-    return fbngrad::runtime::strip_channels(channels, rows, task_elements, align);
+extern "C" int32_t fbng_strip_channels(int32_t channels, int32_t rows, int32_t task_elements, int32_t align,
+                                       int32_t widest) {
+    return fbngrad::runtime::strip_channels(channels, rows, task_elements, align, widest);
 }

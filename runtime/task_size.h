@@ -61,15 +61,18 @@ inline int32_t even_piece(int32_t units, int32_t capped) {
 // schedule_nhwc_block_sums): the channels one task sums over a block of `rows`
 // rows. Whole rows where rows x channels fit in `task_elements`; else strips of
 // a multiple of `align` channels (at least one: a strip of 64 float32 channels
-// is 4 cache lines a row), as wide as fit and then evened out. Only places the
-// work: every channel sums the block's rows in order whichever strip holds it,
-// so a strip may follow the runner (task_elements) where the blocks may not.
-// An extern for the kernels (fbng_strip_channels), like even_piece.
-inline int32_t strip_channels(int32_t channels, int32_t rows, int32_t task_elements, int32_t align) {
+// is 4 cache lines a row), as wide as fit and then evened out. Never wider
+// than `widest` (a multiple of `align`): a task sums its strip in a buffer on
+// its own stack, of that many channels. Only places the work: every channel
+// sums the block's rows in order whichever strip holds it, so a strip may
+// follow the runner (task_elements) where the blocks may not. An extern for
+// the kernels (fbng_strip_channels), like even_piece.
+inline int32_t strip_channels(int32_t channels, int32_t rows, int32_t task_elements, int32_t align, int32_t widest) {
     if (channels <= 0 || rows <= 0 || align <= 0) return std::max(1, channels);
-    if (int64_t(rows) * channels <= task_elements) return channels;
-    const int64_t fit = int64_t(std::max(1, task_elements)) / rows / align * align;
-    const int64_t width = std::max<int64_t>(align, fit);
+    const int64_t fits = int64_t(rows) * channels <= task_elements
+                             ? int64_t(channels)
+                             : std::max<int64_t>(align, int64_t(std::max(1, task_elements)) / rows / align * align);
+    const int64_t width = std::min<int64_t>(fits, std::max(align, widest));
     if (width >= channels) return channels;
     const int64_t strips = (channels + width - 1) / width;
     const int64_t even = ((channels + strips - 1) / strips + align - 1) / align * align;

@@ -13,9 +13,7 @@ exist and what ISA and dtype each has. For every variant of --isa:
     <name>_par_for_*: the big sums and x_backprop) does vector arithmetic on
     those registers, so one loop that silently went scalar fails the check;
     except the loops the schedule names scalar on purpose (a parallel var
-    `so_scalar`: the NHWC specializations for C below the narrowest vector),
-    and the loops that zero the NHWC sum blocks (`so_zero`), which must store
-    vectors of those registers instead (they do no arithmetic);
+    `so_scalar`: the NHWC specializations for C below the narrowest vector);
   * no register or instruction of a richer ISA appears (ymm in sse41, zmm in
     avx2, FP16 arithmetic in neon): that would be a SIGILL on the CPUs the
     dispatcher sends to this variant;
@@ -66,16 +64,6 @@ NARROWER = {
 # <name>_par_for_<func>_s<stage>_..._so_scalar, with __<k> appended to the second and later loops
 # of the same name.
 SCALAR_LOOP = re.compile(r"_so_scalar(__\d+)?$")
-# The loops that zero the NHWC sum blocks' partials (kZeroingLoopName, `so_zero`): vector stores
-# (AT&T: the register first, the memory operand last; AArch64: str/stp/st1 of q or v registers).
-ZEROING_LOOP = re.compile(r"_so_zero(__\d+)?$")
-VECTOR_STORE = {
-    "sse41": re.compile(r"^\s*mov(ups|aps|dqu|dqa)\s+%xmm\d+\s*,\s*[^%]*\("),
-    "avx2": re.compile(r"^\s*v(mov\w*|maskmov\w*)\s+(%[xy]mm\d+\s*,\s*)+[^%]*\("),
-    "avx512": re.compile(r"^\s*v(mov\w*|maskmov\w*)\s+(%[xyz]mm\d+\s*,\s*)+[^%]*\("),
-    "neon": re.compile(r"^\s*(str|stp|stur|st1)\s+.*\b(q\d+|v\d+\.4s)\b"),
-    "arm_fp16": re.compile(r"^\s*(str|stp|stur|st1)\s+.*\b(q\d+|v\d+\.4s)\b"),
-}
 FP16_LOAD = re.compile(r"^\s*fcvtl2?\s+v\d+\.4s\s*,\s*v\d+\.[48]h\b")
 FP16_STORE = re.compile(r"^\s*fcvtn2?\s+v\d+\.[48]h\s*,\s*v\d+\.4s\b")
 
@@ -147,10 +135,6 @@ def check_variant(row, asm_dir):
     for fn in loops:
         if SCALAR_LOOP.search(fn):
             continue
-        if ZEROING_LOOP.search(fn):
-            if not any(VECTOR_STORE[isa].search(l) for l in funcs[fn]):
-                problems.append(f"{fn}: no vector store of the ISA's registers: this zeroing loop is scalar")
-            continue
         n = sum(1 for l in funcs[fn] if arith.search(l))
         if n == 0:
             problems.append(f"{fn}: no vector arithmetic on the ISA's registers: this loop is scalar")
@@ -199,25 +183,6 @@ def self_test():
         ("avx2_scalar_not_by_name", "avx2", "FBNGRAD_FLOAT32",
          fake_asm("avx2_scalar_not_by_name", "\tvaddss\t%xmm1, %xmm2, %xmm3\n", x86_vec,
                   loop="partial_intm_s1_so_scalar_x"), "this loop is scalar"),
-        ("avx2_zeroing", "avx2", "FBNGRAD_FLOAT32",
-         fake_asm("avx2_zeroing", "\tvmovups\t%ymm0, (%r11,%r15)\n", x86_vec, loop="partial_intm_s0_so_zero"), None),
-        ("avx2_zeroing_masked", "avx2", "FBNGRAD_FLOAT32",
-         fake_asm("avx2_zeroing_masked", "\tvmaskmovps\t%ymm0, %ymm1, (%r8,%r14,4)\n", x86_vec,
-                  loop="partial_intm_s0_c_cv_cs_so_zero__1"), None),
-        ("avx2_zeroing_scalar", "avx2", "FBNGRAD_FLOAT32",
-         fake_asm("avx2_zeroing_scalar", "\tmovl\t$0, (%r11,%r15)\n", x86_vec, loop="partial_intm_s0_so_zero"),
-         "this zeroing loop is scalar"),
-        ("avx2_zeroing_loads_only", "avx2", "FBNGRAD_FLOAT32",
-         fake_asm("avx2_zeroing_loads_only", "\tvmovups\t(%r11), %ymm0\n", x86_vec, loop="partial_intm_s0_so_zero"),
-         "this zeroing loop is scalar"),
-        ("sse41_zeroing", "sse41", "FBNGRAD_FLOAT32",
-         fake_asm("sse41_zeroing", "\tmovups\t%xmm0, 16(%rax)\n",
-                  "\taddps\t%xmm1, %xmm0\n\tmulps\t(%rax), %xmm2\n", loop="partial_intm_s0_so_zero"), None),
-        ("neon_zeroing", "neon", "FBNGRAD_FLOAT32",
-         fake_asm("neon_zeroing", "\tstp\tq0, q0, [x8, #-16]\n", arm_vec, loop="partial_intm_s0_so_zero"), None),
-        ("neon_zeroing_scalar", "neon", "FBNGRAD_FLOAT32",
-         fake_asm("neon_zeroing_scalar", "\tstr\twzr, [x8]\n", arm_vec, loop="partial_intm_s0_so_zero"),
-         "this zeroing loop is scalar"),
         ("avx2_all_scalar", "avx2", "FBNGRAD_FLOAT32",
          fake_asm("avx2_all_scalar", "\tvaddss\t%xmm1, %xmm2, %xmm3\n\tvmulss\t%xmm1, %xmm2, %xmm3\n"),
          "no float32 vector add"),

@@ -94,21 +94,27 @@ TEST(TaskSize, EvenPieceNeverGivesFewerTasksAndEvensThemOut) {
 }
 
 TEST(TaskSize, StripChannelsFitTheTaskOrTakeTheNarrowestStrip) {
-    const int32_t align = 512;
-    for (int32_t channels : {1, 64, 511, 512, 513, 768, 1000, 1024, 1025, 2048, 4096})
+    const int32_t align = 512, widest = 2048;
+    for (int32_t channels : {1, 64, 511, 512, 513, 768, 1000, 1024, 1025, 2048, 2049, 2560, 4096, 100000})
         for (int32_t rows : {1, 7, 32, 48, 224, 256})
             for (int32_t task : {16384, 25088, 65536, 1 << 22}) {
-                const int32_t w = strip_channels(channels, rows, task, align);
+                const int32_t w = strip_channels(channels, rows, task, align, widest);
                 SCOPED_TRACE(testing::Message() << channels << " channels, " << rows << " rows, task " << task);
                 ASSERT_GE(w, 1);
                 ASSERT_LE(w, channels);
-                if (int64_t(rows) * channels <= task) {
+                // Never wider than a task's stack buffer holds (generators/schedule.h, kWidestStrip).
+                EXPECT_LE(w, widest);
+                const bool whole_rows_fit = int64_t(rows) * channels <= task;
+                if (whole_rows_fit && channels <= widest) {
                     EXPECT_EQ(w, channels);  // whole rows where they fit
                     continue;
                 }
+                // The widest strip the task allows: whole rows, else as many aligned channels as fit.
+                const int64_t fit = whole_rows_fit ? channels : std::max<int64_t>(align, int64_t(task) / rows / align * align);
+                const int64_t allowed = std::min<int64_t>(fit, widest);
                 if (w == channels) {
                     // Whole rows only where no narrower strip fits the task better.
-                    EXPECT_LE(channels, std::max<int64_t>(align, int64_t(task) / rows / align * align));
+                    EXPECT_LE(channels, allowed);
                     continue;
                 }
                 EXPECT_EQ(w % align, 0);  // strip boundaries on whole vectors and cache lines
@@ -117,10 +123,13 @@ TEST(TaskSize, StripChannelsFitTheTaskOrTakeTheNarrowestStrip) {
                 // Evened out: the last strip is not a sliver beside full ones.
                 const int64_t strips = ceil_div(channels, w);
                 EXPECT_GT(channels - (strips - 1) * w, 0);
-                EXPECT_EQ(strips, ceil_div(channels, std::max<int64_t>(align, int64_t(task) / rows / align * align)));
+                EXPECT_EQ(strips, ceil_div(channels, allowed));
             }
-    EXPECT_EQ(strip_channels(0, 10, 16384, 512), 1);
-    EXPECT_EQ(strip_channels(100, 0, 16384, 512), 100);
+    EXPECT_EQ(strip_channels(0, 10, 16384, 512, 2048), 1);
+    EXPECT_EQ(strip_channels(100, 0, 16384, 512, 2048), 100);
+    // Whole rows that fit the task but not the widest strip: strips, evened out.
+    EXPECT_EQ(strip_channels(4096, 1, 1 << 22, 512, 2048), 2048);
+    EXPECT_EQ(strip_channels(2560, 1, 1 << 22, 512, 2048), 1536);
 }
 
 }  // namespace

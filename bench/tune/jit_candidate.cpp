@@ -53,8 +53,8 @@ int jit_task_elements(void *, int elements, int rule_elements) {
 
 int jit_even_piece(int units, int capped) { return fbngrad::runtime::even_piece(units, capped); }
 
-int jit_strip_channels(int channels, int rows, int task_elements, int align) {
-    return fbngrad::runtime::strip_channels(channels, rows, task_elements, align);
+int jit_strip_channels(int channels, int rows, int task_elements, int align, int widest) {
+    return fbngrad::runtime::strip_channels(channels, rows, task_elements, align, widest);
 }
 
 }  // namespace
