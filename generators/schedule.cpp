@@ -100,12 +100,12 @@ Expr even_piece(Expr units, Expr capped) {
 // on a caller's runner). Below that the loop is a few microseconds, less
 // than a parallel loop costs a call on a framework's pool; on fbngrad's own
 // pool of 2 threads that keeps it serial on the catalogue (the 2-core A/B,
-// docs/threads.md), on many threads it is parallel where large. Where the call's task size is the rule's (a
-// caller's runner, or fbngrad's pool of many threads), also wherever the
-// rule asks those values for 2 tasks or more: the rule's size grows with the
-// call (elements / 256), and 32,112,112,64's 13 us combine, a tenth of a
-// task of that size, stayed one task, an eighth of the call's modelled time
-// on 64 cores.
+// docs/threads.md), on many threads it is parallel where large. Where the
+// call's task size is the rule's (a caller's runner, or fbngrad's pool of
+// many threads), also wherever the rule asks those values for 2 tasks or
+// more: the rule's size grows with the call (elements / 256), and
+// 32,112,112,64's 13 us combine, a tenth of a task of that size, stayed one
+// task, an eighth of the call's modelled time on 64 cores.
 Expr partials_in_parallel(const BnGradFuncs &f, Expr rows_per_block, Expr task_elements) {
     const Expr blocks = (f.S + rows_per_block - 1) / max(rows_per_block, 1);
     const Expr values = 2 * blocks * f.C;

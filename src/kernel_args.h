@@ -55,7 +55,9 @@ struct Tensor3 {
         if (p.layout == FBNGRAD_NHWC)
             return d == 0 ? halide_dimension_t(0, C, 1) : d == 1 ? halide_dimension_t(0, S * N, C)
                                                                  : halide_dimension_t(0, 1, S * N * C);
-        return d == 0 ? halide_dimension_t(0, S, 1) : d == 1 ? halide_dimension_t(0, C, S) : halide_dimension_t(0, N, S * C);
+        return d == 0   ? halide_dimension_t(0, S, 1)
+               : d == 1 ? halide_dimension_t(0, C, S)
+                        : halide_dimension_t(0, N, S * C);
     }
     void init(void *data, halide_type_t type, int dims) {
         buf.device = 0;

@@ -306,7 +306,8 @@ TEST_P(EveryVariant, NhwcSumTasksZeroTheirOwnPartials) {
     // (Inference's loops are the same, but a tuned row may do it in one pass,
     // the blocks' sums inside x_backprop's loop: generators/schedule_x86.cpp.)
     if (!info().is_training) GTEST_SKIP() << "training only";
-    for (const Shape &s : {Shape{{32, 7, 7, 512}, false}, Shape{{8, 14, 14, 1024}, false}, Shape{{4, 9, 9, 3}, false}}) {
+    for (const Shape &s :
+         {Shape{{32, 7, 7, 512}, false}, Shape{{8, 14, 14, 1024}, false}, Shape{{4, 9, 9, 3}, false}}) {
         auto t = problem(s);
         Recorder r;
         fbngrad_set_parallel_for(Recorder::runner, &r);

@@ -110,7 +110,8 @@ TEST(TaskSize, StripChannelsFitTheTaskOrTakeTheNarrowestStrip) {
                     continue;
                 }
                 // The widest strip the task allows: whole rows, else as many aligned channels as fit.
-                const int64_t fit = whole_rows_fit ? channels : std::max<int64_t>(align, int64_t(task) / rows / align * align);
+                const int64_t fit =
+                    whole_rows_fit ? channels : std::max<int64_t>(align, int64_t(task) / rows / align * align);
                 const int64_t allowed = std::min<int64_t>(fit, widest);
                 if (w == channels) {
                     // Whole rows only where no narrower strip fits the task better.
