@@ -82,9 +82,12 @@ void schedule_arm(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
             f.partial.update().split(f.rs.x, rso, rsi, vec);
             Func lanes = f.partial.update().rfactor(rsi, v);
 
-            f.partial.compute_root();
-            f.partial.update().reorder(rsi, c, n).fuse(c, n, cn).parallel(cn);
-            lanes.compute_at(f.partial, cn).vectorize(v);
+            // Each task zeroes its plane's sums itself (schedule_x86.cpp says why).
+            Func stored = f.partial.in();
+            stored.compute_root().fuse(c, n, cn).parallel(cn);
+            f.partial.compute_at(stored, cn);
+            f.partial.update().reorder(rsi, c, n);
+            lanes.compute_at(stored, cn).vectorize(v);
             lanes.update().reorder(v, rso).vectorize(v);
         }
         if (f.computes_outputs()) out.x_backprop.fuse(c, n, cn).parallel(cn).vectorize(s, vec, guard);

@@ -140,16 +140,20 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
         if (f.computes_sums()) {
             // NCHW: each (c, n) plane is contiguous; sum it with vector lanes along
             // s (rfactor into `lanes`), then add the lanes. (c, n) planes are the
-            // parallel tasks.
+            // parallel tasks. A task sums its planes from zero and stores each
+            // (`stored`, Halide's wrapper of `partial`): zeroed at root, the
+            // C*N sums were a serial loop of scalar stores before the tasks,
+            // about 1 us of NCHW 32,28,28,128's reduce (Zen 4) on one thread.
             RVar rso("rso"), rsi("rsi");
             Var v("v");
             f.partial.update().split(f.rs.x, rso, rsi, vec);
             Func lanes = f.partial.update().rfactor(rsi, v);
 
-            f.partial.compute_root();
-            f.partial.update().reorder(rsi, c, n).fuse(c, n, cn).split(cn, cno, cni, planes_per_task, guard)
-                .parallel(cno);
-            lanes.compute_at(f.partial, cni).vectorize(v);
+            Func stored = f.partial.in();
+            stored.compute_root().fuse(c, n, cn).split(cn, cno, cni, planes_per_task, guard).parallel(cno);
+            f.partial.compute_at(stored, cni);
+            f.partial.update().reorder(rsi, c, n);
+            lanes.compute_at(stored, cni).vectorize(v);
             lanes.update().reorder(v, rso).vectorize(v);
         }
         if (f.computes_outputs())
