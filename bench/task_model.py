@@ -20,12 +20,18 @@ Memory bandwidth is ignored: on a real machine the large shapes stop at the memo
 limit well before P cores (docs/threads.md).
 
     build/venv/bin/python bench/task_model.py report.json [--cores 4,8,16,32,64] [--schedule greedy] [--markdown]
+    build/venv/bin/python bench/task_model.py report.json --against base.json [--markdown]
 
 With --reversed REPORT (a report of the same benchmarks taken with fbngrad_bench
 --fbngrad_task_order=reverse), it prints instead, for each loop of 16 tasks or more, how
 alike the two orders time the same task (Pearson's r over the tasks) and the spread (the
 longest task over the median) in each: a spread that follows the task (r near 1) is in
 its data and a parallel run has it too; one that does not is the order or noise.
+
+With --against BASE (a report of the same benchmarks from another build), it prints instead,
+for each benchmark in both, the tasks and their total time in BASE and here, and their ratio
+(here over BASE, below 1: faster here): each task timed alone at its fastest, this is the measure
+of a change to the kernels' work that the whole call's time on 2 cores hides in its noise.
 
 With --outside, it prints instead where each call's time outside its tasks falls, in
 microseconds on the timing runner: before the first loop (the call's checks, the choice of
@@ -129,6 +135,26 @@ def outside_rows(report):
     return out
 
 
+def paired(report, other):
+    """(benchmark, the same benchmark in other) for each benchmark of report that other has too."""
+    others = {b["name"]: b for b in other["benchmarks"]}
+    return [(b, others[b["name"]]) for b in report["benchmarks"] if b["name"] in others]
+
+
+def against_rows(report, base):
+    """(name, tasks, base's tasks' total us, this one's, ratio) per benchmark in both reports."""
+    out = []
+    for b, o in paired(report, base):
+        tasks = [len(loop["task_us"]) for loop in b["loops"]]
+        if tasks != [len(loop["task_us"]) for loop in o["loops"]]:
+            raise ValueError(f"{b['name']}: tasks per loop {tasks} here, "
+                             f"{[len(loop['task_us']) for loop in o['loops']]} in the base")
+        mine = sum(sum(loop["task_us"]) for loop in b["loops"])
+        theirs = sum(sum(loop["task_us"]) for loop in o["loops"])
+        out.append((b["name"], sum(tasks), theirs, mine, mine / theirs if theirs > 0 else math.inf))
+    return out
+
+
 def pearson(xs, ys):
     """Pearson's correlation of two equally long lists (0 where either is constant)."""
     try:
@@ -145,12 +171,8 @@ def spread(task_us):
 
 def order_rows(report, reversed_report, min_tasks=16):
     """Per loop of at least min_tasks tasks: (name, loop, tasks, r, spread in index order, reversed)."""
-    other = {b["name"]: b for b in reversed_report["benchmarks"]}
     out = []
-    for b in report["benchmarks"]:
-        r = other.get(b["name"])
-        if r is None:
-            continue
+    for b, r in paired(report, reversed_report):
         if len(r["loops"]) != len(b["loops"]):
             raise ValueError(f"{b['name']}: {len(b['loops'])} loops against {len(r['loops'])} in the reversed report")
         for i, (a, z) in enumerate(zip(b["loops"], r["loops"])):
@@ -205,11 +227,13 @@ def main(argv=None):
     ap.add_argument("--markdown", action="store_true", help="a Markdown table")
     ap.add_argument("--reversed", metavar="REPORT",
                     help="compare with a report taken with --fbngrad_task_order=reverse (see the module's doc)")
+    ap.add_argument("--against", metavar="BASE",
+                    help="the tasks' total time against a report of another build (see the module's doc)")
     ap.add_argument("--outside", action="store_true",
                     help="where each call's time outside its tasks falls (see the module's doc)")
     args = ap.parse_args(argv)
-    if args.outside and args.reversed:
-        ap.error("--outside and --reversed are two different tables: give one")
+    if sum(map(bool, (args.outside, args.reversed, args.against))) > 1:
+        ap.error("--outside, --reversed and --against are different tables: give one")
     try:
         with open(args.report) as f:
             report = json.load(f)
@@ -217,6 +241,9 @@ def main(argv=None):
             with open(args.reversed) as f:
                 reversed_report = json.load(f)
             pairs = order_rows(report, reversed_report)
+        if args.against:
+            with open(args.against) as f:
+                against = against_rows(report, json.load(f))
         table = rows(report, args.cores, args.schedule)
         outside = outside_rows(report) if args.outside else None
     except KeyError as e:
@@ -227,8 +254,8 @@ def main(argv=None):
         print(f"task_model.py: cannot read {args.report}: {e}", file=sys.stderr)
         return 1
     except (OSError, ValueError, TypeError) as e:
-        print(f"task_model.py: cannot read {args.report}{' or ' + args.reversed if args.reversed else ''}: {e}",
-              file=sys.stderr)
+        other = args.reversed or args.against
+        print(f"task_model.py: cannot read {args.report}{' or ' + other if other else ''}: {e}", file=sys.stderr)
         return 1
     if not table:
         print(f"task_model.py: {args.report} holds no benchmark (was --fbngrad_task_report given a filter "
@@ -242,6 +269,15 @@ def main(argv=None):
         print("The same task timed in index order and in reverse: r (Pearson) and spread (longest / median).")
         head = ["case", "loop", "tasks", "r", "spread (index)", "spread (reverse)"]
         body = [[n, str(i), str(t), f"{r:.2f}", f"{a:.2f}", f"{z:.2f}"] for n, i, t, r, a, z in pairs]
+        print(format_rows(head, body, args.markdown))
+        return 0
+    if args.against:
+        if not against:
+            print(f"task_model.py: no benchmark is in both {args.report} and {args.against}", file=sys.stderr)
+            return 1
+        print(f"The tasks' total time (us, each task's fastest): {args.against} and {args.report}.")
+        head = ["case", "tasks", "base", "this", "this / base"]
+        body = [[short_name(n), str(t), f"{a:.2f}", f"{b:.2f}", f"{r:.3f}"] for n, t, a, b, r in against]
         print(format_rows(head, body, args.markdown))
         return 0
     if args.outside:

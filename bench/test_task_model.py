@@ -152,6 +152,34 @@ class Cli(unittest.TestCase):
                 with contextlib.redirect_stderr(io.StringIO()):
                     task_model.main([good, "--cores", "0"])
 
+    def test_against(self):
+        with tempfile.TemporaryDirectory() as d:
+            base, new = os.path.join(d, "base.json"), os.path.join(d, "new.json")
+            with open(base, "w") as f:
+                json.dump({"benchmarks": [bench(16384 * 4, 10.0, [2.0] * 4)]}, f)
+            with open(new, "w") as f:
+                json.dump({"benchmarks": [bench(16384 * 4, 9.0, [1.5, 2.0, 2.0, 1.5])]}, f)
+            code, out, _ = self.run_main(new, "--against", base, "--markdown")
+            self.assertEqual(code, 0)
+            self.assertIn("| float32 NHWC train 1,1,1,1 | 4 | 8.00 | 7.00 | 0.875 |", out)
+            # Other loops in the base: not the same decomposition, an error, not a ratio.
+            other = os.path.join(d, "other.json")
+            with open(other, "w") as f:
+                json.dump({"benchmarks": [bench(16384 * 4, 10.0, [4.0] * 2)]}, f)
+            code, _, err = self.run_main(new, "--against", other)
+            self.assertEqual(code, 1)
+            self.assertIn("tasks per loop", err)
+            # No benchmark in both.
+            renamed = bench(16384 * 4, 10.0, [2.0] * 4)
+            renamed["name"] = "fbngrad/float32/NCHW/train/1,1,1,1/real_time"
+            with open(other, "w") as f:
+                json.dump({"benchmarks": [renamed]}, f)
+            self.assertEqual(self.run_main(new, "--against", other)[0], 1)
+            self.assertEqual(self.run_main(new, "--against", os.path.join(d, "missing.json"))[0], 1)
+            with self.assertRaises(SystemExit):
+                with contextlib.redirect_stderr(io.StringIO()):
+                    task_model.main([new, "--against", base, "--outside"])
+
     def test_outside(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "gaps.json")
