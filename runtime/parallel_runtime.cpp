@@ -10,6 +10,7 @@
 
 #include "HalideRuntime.h"
 #include "halide_glue.h"
+#include "scratch_memory.h"
 #include "task_size.h"
 
 // ThreadSanitizer builds (tests/tsan, tools/ci/40-reliability.sh).
@@ -53,7 +54,20 @@ struct Loop {
 
 int run_one(void *task_ctx, int32_t index) {
     const Loop *l = static_cast<const Loop *>(task_ctx);
+    const InTask in_task(l->user_context);  // the task's scratch on this thread's stack (scratch_memory.h)
     return l->task(l->user_context, l->min + index, l->closure);
+}
+
+// A task on fbngrad's own pool, marked as run_one marks a runner's.
+struct Marked {
+    halide_task_t task;
+    uint8_t *closure;
+};
+
+int marked_task(void *user_context, int index, uint8_t *marked) {
+    const Marked *m = reinterpret_cast<const Marked *>(marked);
+    const InTask in_task(user_context);
+    return m->task(user_context, index, m->closure);
 }
 
 // fbngrad's own pool of P threads: a loop whose size the shape alone sets
@@ -149,7 +163,8 @@ int do_par_for(void *user_context, halide_task_t task, int min, int size, uint8_
     // The private runtime runs fbngrad's kernels only, and every kernel call
     // passes its CallContext (api.cpp, split_phase_api.cpp).
     CallContext *call = static_cast<CallContext *>(user_context);
-    // The tasks' scratch comes from malloc (call_arena.h, set_in_loop).
+    // The tasks' scratch comes from their threads' task stacks or malloc
+    // (call_arena.h, set_in_loop; scratch_memory.h, InTask).
     struct InLoop {
         CallContext *call;
         explicit InLoop(CallContext *c) : call(c) {
@@ -160,7 +175,10 @@ int do_par_for(void *user_context, halide_task_t task, int min, int size, uint8_
         }
     } in_loop(call);
     fbngrad_parallel_for_fn fn = call ? call->runner.fn() : nullptr;
-    if (!fn) return FBNGRAD_OWN_POOL(user_context, task, min, size, closure);
+    if (!fn) {
+        Marked marked{task, closure};
+        return FBNGRAD_OWN_POOL(user_context, marked_task, min, size, reinterpret_cast<uint8_t *>(&marked));
+    }
     if (size <= 0) return 0;
     Loop loop{task, user_context, min, closure};
     const int rc = fn(call->runner.ctx(), size, run_one, &loop);

@@ -5,6 +5,7 @@
 #include "HalideRuntime.h"
 #include "call_arena.h"
 #include "scratch_cache.h"
+#include "task_stack.h"
 
 namespace fbngrad::runtime {
 namespace {
@@ -24,14 +25,66 @@ ScratchCache &cache() {
 // for a race.
 thread_local CallArena *t_arena = nullptr;
 
-void *scratch_malloc(void *, size_t bytes) {
-    if (bytes < kScratchMinBytes && t_arena)
-        if (void *ptr = t_arena->allocate(bytes)) return ptr;
+// The user context of the task this thread runs (InTask), or nullptr.
+thread_local const void *t_task_call = nullptr;
+
+// The thread's task stack: `t_stack` points to it once a task has
+// allocated on this thread (trivially destructible, so a free on any thread
+// reads it without making a block), `t_stack_block` holds its memory until
+// the thread ends; `t_stack_gone` as `t_block_gone` below.
+thread_local TaskStack *t_stack = nullptr;
+thread_local bool t_stack_gone = false;
+struct StackBlock {
+    void *raw = nullptr;
+    TaskStack stack;
+    ~StackBlock() {
+        t_stack = nullptr;
+        t_stack_gone = true;
+        std::free(raw);
+    }
+    void make() {
+        constexpr size_t kAlign = TaskStack::kAlignment;
+        // kAlign spare bytes before the aligned block (the 8 readable bytes before a buffer).
+        if (!(raw = std::malloc(kTaskStackBytes + 2 * kAlign))) return;
+        const uintptr_t first = reinterpret_cast<uintptr_t>(raw) + kAlign;
+        stack.use(reinterpret_cast<uint8_t *>((first + kAlign - 1) & ~uintptr_t(kAlign - 1)), kTaskStackBytes);
+        t_stack = &stack;
+    }
+    size_t release() {
+        if (!raw || stack.used() != 0) return 0;
+        t_stack = nullptr;
+        stack.use(nullptr, 0);
+        std::free(raw);
+        raw = nullptr;
+        return kTaskStackBytes;
+    }
+};
+thread_local StackBlock t_stack_block;
+
+TaskStack *task_stack() {
+    if (!t_stack && !t_stack_gone) t_stack_block.make();
+    return t_stack;
+}
+
+void *scratch_malloc(void *user_context, size_t bytes) {
+    if (bytes < kScratchMinBytes) {
+        if (t_arena)
+            if (void *ptr = t_arena->allocate(bytes)) return ptr;
+        if (user_context && user_context == t_task_call)
+            if (TaskStack *stack = task_stack())
+                if (void *ptr = stack->allocate(bytes)) return ptr;
+    }
     return cache().allocate(bytes);
 }
 
 void scratch_free(void *, void *ptr) {
     if (t_arena && t_arena->owns(ptr)) return;
+    // A task frees its buffers on the thread that ran it (Halide frees them
+    // in the task's own function), so the thread's stack holds them.
+    if (t_stack && t_stack->owns(ptr)) {
+        t_stack->release(ptr);
+        return;
+    }
     cache().release(ptr);
 }
 
@@ -78,12 +131,17 @@ void return_thread_block(CallArena *arena) {
     t_arena = nullptr;
 }
 
+InTask::InTask(const void *call) : outer_(t_task_call) { t_task_call = call; }
+InTask::~InTask() { t_task_call = outer_; }
+
 void install_scratch_memory() {
     cache();
     halide_set_custom_malloc(scratch_malloc);
     halide_set_custom_free(scratch_free);
 }
 
-size_t release_scratch() { return cache().release_kept() + (t_block_gone ? 0 : t_block.release()); }
+size_t release_scratch() {
+    return cache().release_kept() + (t_block_gone ? 0 : t_block.release()) + (t_stack ? t_stack_block.release() : 0);
+}
 
 }  // namespace fbngrad::runtime

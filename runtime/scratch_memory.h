@@ -20,8 +20,27 @@ bool lend_thread_block(CallArena *arena);
 void return_thread_block(CallArena *arena);
 constexpr size_t kCallArenaBytes = size_t(256) << 10;
 
+// Marks the thread as running a task of the call whose user context is
+// `call`, for the task's lifetime: the kernel's allocations with that user
+// context then come from the thread's task stack (task_stack.h), not
+// malloc. parallel_runtime.cpp puts one around every task it runs. Only the
+// task's own: another call nested in the task (a runner that runs other
+// work while it waits) allocates as before, and so do GPU calls, whose
+// runtime may keep what it allocates past the call.
+class InTask {
+public:
+    explicit InTask(const void *call);
+    ~InTask();
+    InTask(const InTask &) = delete;
+    InTask &operator=(const InTask &) = delete;
+
+private:
+    const void *outer_;
+};
+constexpr size_t kTaskStackBytes = size_t(64) << 10;
+
 // fbngrad_release_scratch: gives the kept scratch back (and the calling
-// thread's block, where no call holds it); the bytes it held.
+// thread's blocks, where no call holds them); the bytes it held.
 size_t release_scratch();
 
 // The bounds of what is kept: blocks of 64 KiB to 16 MiB, at most 16 of them

@@ -218,9 +218,11 @@ int32_t fbngrad_set_num_threads(int32_t n);
  * 2 MB on ResNet-50's shapes) is kept for the next call once the call is done
  * with it, at most 16 blocks and 32 MiB in all, for the life of the process;
  * and each thread that calls fbngrad keeps a 256 KiB block for its calls'
- * small scratch until it ends. This gives every kept block, and the calling
- * thread's, back to the system now and returns the bytes they held; calls
- * running meanwhile keep theirs. Any thread, any time. */
+ * small scratch until it ends, as each thread that runs fbngrad's parallel
+ * tasks (a pool's or a runner's) keeps a 64 KiB block for the tasks' own.
+ * This gives every kept block, and the calling thread's, back to the system
+ * now and returns the bytes they held; calls running meanwhile keep theirs.
+ * Any thread, any time. */
 int64_t fbngrad_release_scratch(void);
 
 /* ---- the caller's thread pool ----

@@ -1,0 +1,85 @@
+// The small scratch a kernel allocates inside its parallel tasks, on a block
+// of the thread that runs the task.
+//
+// A task of the x86 NCHW one pass allocates its channels' sums, inv, coef and
+// partials (8 arrays of a few hundred bytes, heap allocations because their
+// size follows the call) and frees them at its end. Through malloc and the
+// scratch cache's header that was about 4 % of NCHW 1,56,56,24's training
+// call on 2 threads (Zen 4), and a hundred nanoseconds of every task on any
+// core count. Halide frees a task's buffers in the same task, on the same
+// thread, in the reverse order of their allocation, so a stack serves them:
+// an allocation moves the top, a free of the top moves it back (a free below
+// the top is marked, and reclaimed when everything above it is freed too).
+// The block is the thread's own (scratch_memory.cpp): no atomics, no sharing,
+// and the next task on the thread finds the same bytes in its cache.
+//
+// Header-only so that tests/test_task_stack.cpp can test it on blocks of its own.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace fbngrad::runtime {
+
+class TaskStack {
+public:
+    // What halide_malloc promises the kernels (HalideRuntime.h): the widest
+    // vector's alignment, and 8 readable bytes before and after the buffer.
+    static constexpr size_t kAlignment = 128;
+
+    // Over [base, base + bytes), base kAlignment-aligned, the last kAlignment
+    // bytes kept free (the bytes after the last buffer). No block: allocates nothing.
+    void use(uint8_t *base, size_t bytes) {
+        base_ = base;
+        end_ = base && bytes > kAlignment ? (bytes - kAlignment) / kAlignment * kAlignment : 0;
+        top_ = 0;
+        last_ = nullptr;
+    }
+
+    // kAlignment-aligned, at least `bytes` long; nullptr where it does not fit.
+    void *allocate(size_t bytes) {
+        if (bytes > end_) return nullptr;
+        const size_t capacity = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+        // Each buffer follows a kAlignment slot that ends in its header.
+        const size_t need = kAlignment + (capacity == 0 ? kAlignment : capacity);
+        if (need > end_ - top_) return nullptr;
+        uint8_t *ptr = base_ + top_ + kAlignment;
+        *header(ptr) = Header{last_, top_, false};
+        top_ += need;
+        last_ = ptr;
+        return ptr;
+    }
+
+    bool owns(const void *ptr) const {
+        const uint8_t *p = static_cast<const uint8_t *>(ptr);
+        return base_ && p >= base_ && p < base_ + end_;
+    }
+
+    // A pointer from allocate().
+    void release(void *ptr) {
+        header(static_cast<uint8_t *>(ptr))->freed = true;
+        while (last_ && header(last_)->freed) {
+            top_ = header(last_)->top_before;
+            last_ = header(last_)->below;
+        }
+    }
+
+    // The bytes in use (0: every buffer freed).
+    size_t used() const { return top_; }
+
+private:
+    struct Header {
+        uint8_t *below;     // the buffer allocated before this one, or nullptr
+        size_t top_before;  // top_ when this one was allocated
+        bool freed;
+    };
+    static_assert(sizeof(Header) <= kAlignment, "a header fits the slot before its buffer");
+    static Header *header(uint8_t *ptr) { return reinterpret_cast<Header *>(ptr) - 1; }
+
+    uint8_t *base_ = nullptr;
+    size_t end_ = 0;  // the usable bytes
+    size_t top_ = 0;
+    uint8_t *last_ = nullptr;
+};
+
+}  // namespace fbngrad::runtime
