@@ -13,11 +13,27 @@
 // The block is the thread's own (scratch_memory.cpp): no atomics, no sharing,
 // and the next task on the thread finds the same bytes in its cache.
 //
+// In AddressSanitizer builds the bytes no buffer holds are poisoned, as
+// malloc's would be: a kernel's access past a buffer's 8 spare bytes, or to
+// a freed one, is reported as it was when the buffers came from malloc.
+//
 // Header-only so that tests/test_task_stack.cpp can test it on blocks of its own.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FBNGRAD_TASK_STACK_ASAN 1
+#endif
+#endif
+#if !defined(FBNGRAD_TASK_STACK_ASAN) && defined(__SANITIZE_ADDRESS__)
+#define FBNGRAD_TASK_STACK_ASAN 1
+#endif
+#ifdef FBNGRAD_TASK_STACK_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
 
 namespace fbngrad::runtime {
 
@@ -30,10 +46,12 @@ public:
     // Over [base, base + bytes), base kAlignment-aligned, the last kAlignment
     // bytes kept free (the bytes after the last buffer). No block: allocates nothing.
     void use(uint8_t *base, size_t bytes) {
+        poison(base_, end_, false);  // the old block, as its owner had it
         base_ = base;
         end_ = base && bytes > kAlignment ? (bytes - kAlignment) / kAlignment * kAlignment : 0;
         top_ = 0;
         last_ = nullptr;
+        poison(base_, end_, true);
     }
 
     // kAlignment-aligned, at least `bytes` long; nullptr where it does not fit.
@@ -44,7 +62,9 @@ public:
         const size_t need = kAlignment + (capacity == 0 ? kAlignment : capacity);
         if (need > end_ - top_) return nullptr;
         uint8_t *ptr = base_ + top_ + kAlignment;
-        *header(ptr) = Header{last_, top_, false};
+        // The header, the buffer and the 8 bytes on each side of it.
+        poison(ptr - sizeof(Header), sizeof(Header) + bytes + 8, false);
+        *header(ptr) = Header{last_, top_, bytes, false};
         top_ += need;
         last_ = ptr;
         return ptr;
@@ -57,10 +77,16 @@ public:
 
     // A pointer from allocate().
     void release(void *ptr) {
-        header(static_cast<uint8_t *>(ptr))->freed = true;
+        Header *h = header(static_cast<uint8_t *>(ptr));
+        h->freed = true;
+        poison(static_cast<uint8_t *>(ptr), h->bytes + 8, true);  // a use after this free is reported
         while (last_ && header(last_)->freed) {
-            top_ = header(last_)->top_before;
-            last_ = header(last_)->below;
+            const Header popped = *header(last_);
+            // The slot and the header too, but for the slot's first 8 bytes: the
+            // buffer below may end right before them, and they are its 8 after.
+            poison(base_ + popped.top_before + 8, top_ - popped.top_before - 8, true);
+            top_ = popped.top_before;
+            last_ = popped.below;
         }
     }
 
@@ -71,10 +97,22 @@ private:
     struct Header {
         uint8_t *below;     // the buffer allocated before this one, or nullptr
         size_t top_before;  // top_ when this one was allocated
+        size_t bytes;       // as asked for
         bool freed;
     };
     static_assert(sizeof(Header) <= kAlignment, "a header fits the slot before its buffer");
     static Header *header(uint8_t *ptr) { return reinterpret_cast<Header *>(ptr) - 1; }
+    static void poison(uint8_t *p, size_t bytes, bool poisoned) {
+#ifdef FBNGRAD_TASK_STACK_ASAN
+        if (!p || bytes == 0) return;
+        if (poisoned)
+            ASAN_POISON_MEMORY_REGION(p, bytes);
+        else
+            ASAN_UNPOISON_MEMORY_REGION(p, bytes);
+#else
+        (void)p, (void)bytes, (void)poisoned;
+#endif
+    }
 
     uint8_t *base_ = nullptr;
     size_t end_ = 0;  // the usable bytes

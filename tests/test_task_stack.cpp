@@ -137,6 +137,45 @@ TEST(TaskStack, RandomOrderNeverOverlapsAndEndsEmpty) {
     EXPECT_EQ(stack.used(), 0u);
 }
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_UNDER_ASAN 1
+#endif
+#endif
+#if !defined(TEST_UNDER_ASAN) && defined(__SANITIZE_ADDRESS__)
+#define TEST_UNDER_ASAN 1
+#endif
+#ifdef TEST_UNDER_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+// Under AddressSanitizer (tools/ci/40-reliability.sh): what no buffer holds is
+// poisoned, so a kernel's stray access is reported as with malloc.
+TEST(TaskStack, PoisonsWhatNoBufferHoldsUnderAddressSanitizer) {
+#ifndef TEST_UNDER_ASAN
+    GTEST_SKIP() << "not an AddressSanitizer build";
+#else
+    Block b(4096);
+    TaskStack stack;
+    stack.use(b.base, 4096);
+    EXPECT_TRUE(__asan_address_is_poisoned(b.base + 1000)) << "unused";
+    auto *p = static_cast<uint8_t *>(stack.allocate(100));
+    auto *q = static_cast<uint8_t *>(stack.allocate(128));  // ends at its slot's end
+    for (uint8_t *x : {p - 8, p, p + 99, p + 107, q - 8, q + 127, q + 135})
+        EXPECT_FALSE(__asan_address_is_poisoned(x)) << x - p;
+    EXPECT_TRUE(__asan_address_is_poisoned(p + 120)) << "past the 8 bytes after";
+    EXPECT_TRUE(__asan_address_is_poisoned(q + 200));
+    stack.release(p);  // below the top: the buffer, not its header
+    EXPECT_TRUE(__asan_address_is_poisoned(p));
+    EXPECT_FALSE(__asan_address_is_poisoned(p - 8));
+    stack.release(q);  // both slots go
+    EXPECT_TRUE(__asan_address_is_poisoned(q - 8));
+    EXPECT_TRUE(__asan_address_is_poisoned(p - 8));
+    stack.use(nullptr, 0);  // the block back to its owner, readable again
+    EXPECT_FALSE(__asan_address_is_poisoned(p));
+#endif
+}
+
 // scratch_memory.cpp, through the public API: a runner that, after running a
 // loop's tasks on a thread, asks fbngrad_release_scratch there. Nothing else
 // is free to give back at that moment (the call's own scratch is in use, a
