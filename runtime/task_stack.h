@@ -23,17 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FBNGRAD_TASK_STACK_ASAN 1
-#endif
-#endif
-#if !defined(FBNGRAD_TASK_STACK_ASAN) && defined(__SANITIZE_ADDRESS__)
-#define FBNGRAD_TASK_STACK_ASAN 1
-#endif
-#ifdef FBNGRAD_TASK_STACK_ASAN
-#include <sanitizer/asan_interface.h>
-#endif
+#include "asan_poison.h"
 
 namespace fbngrad::runtime {
 
@@ -102,17 +92,7 @@ private:
     };
     static_assert(sizeof(Header) <= kAlignment, "a header fits the slot before its buffer");
     static Header *header(uint8_t *ptr) { return reinterpret_cast<Header *>(ptr) - 1; }
-    static void poison(uint8_t *p, size_t bytes, bool poisoned) {
-#ifdef FBNGRAD_TASK_STACK_ASAN
-        if (!p || bytes == 0) return;
-        if (poisoned)
-            ASAN_POISON_MEMORY_REGION(p, bytes);
-        else
-            ASAN_UNPOISON_MEMORY_REGION(p, bytes);
-#else
-        (void)p, (void)bytes, (void)poisoned;
-#endif
-    }
+    static void poison(uint8_t *p, size_t bytes, bool poisoned) { asan_poison(p, bytes, poisoned); }
 
     uint8_t *base_ = nullptr;
     size_t end_ = 0;  // the usable bytes

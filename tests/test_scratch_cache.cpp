@@ -232,6 +232,38 @@ TEST(CallArena, AlignedDisjointAndOwnedUntilSpent) {
     EXPECT_EQ(arena.allocate(1), nullptr);
 }
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_UNDER_ASAN 1
+#endif
+#endif
+#if !defined(TEST_UNDER_ASAN) && defined(__SANITIZE_ADDRESS__)
+#define TEST_UNDER_ASAN 1
+#endif
+#ifdef TEST_UNDER_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+// Under AddressSanitizer (tools/ci/40-reliability.sh): what the call has not
+// been given is poisoned, so a kernel's stray access is reported as with malloc.
+TEST(CallArena, PoisonsWhatTheCallHasNotBeenGivenUnderAddressSanitizer) {
+#ifndef TEST_UNDER_ASAN
+    GTEST_SKIP() << "not an AddressSanitizer build";
+#else
+    ArenaBlock b(4 * KiB);
+    CallArena arena;
+    arena.lend(b.base, 4 * KiB);
+    EXPECT_TRUE(__asan_address_is_poisoned(b.base));
+    auto *p = static_cast<uint8_t *>(arena.allocate(100));
+    auto *q = static_cast<uint8_t *>(arena.allocate(128));
+    for (uint8_t *x : {p - 8, p, p + 107, q - 8, q + 135}) EXPECT_FALSE(__asan_address_is_poisoned(x)) << x - p;
+    EXPECT_TRUE(__asan_address_is_poisoned(p + 120)) << "past the 8 bytes after";
+    EXPECT_TRUE(__asan_address_is_poisoned(q + 200));
+    arena.lend(nullptr, 0);  // the block back to its owner, readable again
+    EXPECT_FALSE(__asan_address_is_poisoned(q + 200));
+#endif
+}
+
 TEST(CallArena, ThreadsOfACallNeverShareABlock) {
     const size_t block = 64 * KiB;
     ArenaBlock b(block);
