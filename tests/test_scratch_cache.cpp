@@ -15,6 +15,7 @@
 #include "call_arena.h"
 #include "problem.h"
 #include "scratch_cache.h"
+#include "asan_poison.h"
 #include "scratch_memory.h"
 
 using fbngrad::runtime::CallArena;
@@ -232,22 +233,10 @@ TEST(CallArena, AlignedDisjointAndOwnedUntilSpent) {
     EXPECT_EQ(arena.allocate(1), nullptr);
 }
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_UNDER_ASAN 1
-#endif
-#endif
-#if !defined(TEST_UNDER_ASAN) && defined(__SANITIZE_ADDRESS__)
-#define TEST_UNDER_ASAN 1
-#endif
-#ifdef TEST_UNDER_ASAN
-#include <sanitizer/asan_interface.h>
-#endif
-
 // Under AddressSanitizer (tools/ci/40-reliability.sh): what the call has not
 // been given is poisoned, so a kernel's stray access is reported as with malloc.
 TEST(CallArena, PoisonsWhatTheCallHasNotBeenGivenUnderAddressSanitizer) {
-#ifndef TEST_UNDER_ASAN
+#ifndef FBNGRAD_ASAN  // asan_poison.h
     GTEST_SKIP() << "not an AddressSanitizer build";
 #else
     ArenaBlock b(4 * KiB);

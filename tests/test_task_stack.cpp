@@ -15,6 +15,7 @@
 
 #include "fbngrad/fbngrad.hpp"
 #include "problem.h"
+#include "asan_poison.h"
 #include "scratch_memory.h"
 #include "task_stack.h"
 
@@ -137,22 +138,10 @@ TEST(TaskStack, RandomOrderNeverOverlapsAndEndsEmpty) {
     EXPECT_EQ(stack.used(), 0u);
 }
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_UNDER_ASAN 1
-#endif
-#endif
-#if !defined(TEST_UNDER_ASAN) && defined(__SANITIZE_ADDRESS__)
-#define TEST_UNDER_ASAN 1
-#endif
-#ifdef TEST_UNDER_ASAN
-#include <sanitizer/asan_interface.h>
-#endif
-
 // Under AddressSanitizer (tools/ci/40-reliability.sh): what no buffer holds is
 // poisoned, so a kernel's stray access is reported as with malloc.
 TEST(TaskStack, PoisonsWhatNoBufferHoldsUnderAddressSanitizer) {
-#ifndef TEST_UNDER_ASAN
+#ifndef FBNGRAD_ASAN  // asan_poison.h
     GTEST_SKIP() << "not an AddressSanitizer build";
 #else
     Block b(4096);
