@@ -31,7 +31,9 @@ its data and a parallel run has it too; one that does not is the order or noise.
 With --against BASE (a report of the same benchmarks from another build), it prints instead,
 for each benchmark in both, the tasks and their total time in BASE and here, and their ratio
 (here over BASE, below 1: faster here): each task timed alone at its fastest, this is the measure
-of a change to the kernels' work that the whole call's time on 2 cores hides in its noise.
+of a change to the kernels' work that the whole call's time on 2 cores hides in its noise. Between
+two binaries it also carries where each one's code lies: take several pairs of reports, and a
+shape the change cannot affect as the control (docs/threads.md).
 
 With --outside, it prints instead where each call's time outside its tasks falls, in
 microseconds on the timing runner: before the first loop (the call's checks, the choice of
