@@ -58,18 +58,6 @@ int run_one(void *task_ctx, int32_t index) {
     return l->task(l->user_context, l->min + index, l->closure);
 }
 
-// A task on fbngrad's own pool, marked as run_one marks a runner's.
-struct Marked {
-    halide_task_t task;
-    uint8_t *closure;
-};
-
-int marked_task(void *user_context, int index, uint8_t *marked) {
-    const Marked *m = reinterpret_cast<const Marked *>(marked);
-    const InTask in_task(user_context);
-    return m->task(user_context, index, m->closure);
-}
-
 // fbngrad's own pool of P threads: a loop whose size the shape alone sets
 // (the NHWC sums' blocks, generators/schedule.h) runs in runs of consecutive
 // tasks, kRunsPerThread a thread (one in a small call), so that each thread streams through
@@ -108,32 +96,32 @@ int one_run(void *user_context, int r, uint8_t *runs) {
 // own_pool_task_elements gives the other loops of such a call.
 constexpr int kSmallLoopTasks = 64;
 
-#ifdef FBNGRAD_TSAN
-// Halide's pool starts a loop's tasks after halide_do_par_for is entered and
-// returns after they end, but through its own uninstrumented locks, which
-// ThreadSanitizer cannot see: a task that reads the call's state (a kernel's
-// task evaluates its loop bounds, fbng_task_elements reads the call's runner)
-// then looks unordered with the caller's writes before and after the loop.
-// These edges say what the pool guarantees: the loop's start happens before
-// each task, each task before the loop's return. Only in TSan builds.
-struct Ordered {
+// A task on fbngrad's own pool, marked as run_one marks a runner's (InTask).
+// In ThreadSanitizer builds also ordered: Halide's pool starts a loop's tasks
+// after halide_do_par_for is entered and returns after they end, but through
+// its own uninstrumented locks, which ThreadSanitizer cannot see: a task that
+// reads the call's state (a kernel's task evaluates its loop bounds,
+// fbng_task_elements reads the call's runner) then looks unordered with the
+// caller's writes before and after the loop. The edges on the loop's Marked
+// (do_par_for) say what the pool guarantees: the loop's start happens before
+// each task, each task before the loop's return.
+struct Marked {
     halide_task_t task;
     uint8_t *closure;
 };
 
-int ordered_task(void *user_context, int index, uint8_t *ordered) {
-    const Ordered *o = reinterpret_cast<const Ordered *>(ordered);
-    __tsan_acquire(ordered);
-    const int rc = o->task(user_context, index, o->closure);
-    __tsan_release(ordered);
+int marked_task(void *user_context, int index, uint8_t *marked) {
+    const Marked *m = reinterpret_cast<const Marked *>(marked);
+#ifdef FBNGRAD_TSAN
+    __tsan_acquire(marked);
+#endif
+    const InTask in_task(user_context);
+    const int rc = m->task(user_context, index, m->closure);
+#ifdef FBNGRAD_TSAN
+    __tsan_release(marked);
+#endif
     return rc;
 }
-
-int on_own_pool_ordered(void *user_context, halide_task_t task, int min, int size, uint8_t *closure);
-#define FBNGRAD_OWN_POOL on_own_pool_ordered
-#else
-#define FBNGRAD_OWN_POOL on_own_pool
-#endif
 
 int on_own_pool(void *user_context, halide_task_t task, int min, int size, uint8_t *closure) {
     // A loop of one task runs on the calling thread, without the pool's lock
@@ -147,17 +135,6 @@ int on_own_pool(void *user_context, halide_task_t task, int min, int size, uint8
     return halide_default_do_par_for(user_context, one_run, 0, (size + k.run - 1) / k.run,
                                      reinterpret_cast<uint8_t *>(&k));
 }
-
-#ifdef FBNGRAD_TSAN
-int on_own_pool_ordered(void *user_context, halide_task_t task, int min, int size, uint8_t *closure) {
-    Ordered o{task, closure};
-    uint8_t *sync = reinterpret_cast<uint8_t *>(&o);
-    __tsan_release(sync);
-    const int rc = on_own_pool(user_context, ordered_task, min, size, sync);
-    __tsan_acquire(sync);
-    return rc;
-}
-#endif
 
 int do_par_for(void *user_context, halide_task_t task, int min, int size, uint8_t *closure) {
     // The private runtime runs fbngrad's kernels only, and every kernel call
@@ -177,7 +154,15 @@ int do_par_for(void *user_context, halide_task_t task, int min, int size, uint8_
     fbngrad_parallel_for_fn fn = call ? call->runner.fn() : nullptr;
     if (!fn) {
         Marked marked{task, closure};
-        return FBNGRAD_OWN_POOL(user_context, marked_task, min, size, reinterpret_cast<uint8_t *>(&marked));
+        uint8_t *m = reinterpret_cast<uint8_t *>(&marked);
+#ifdef FBNGRAD_TSAN
+        __tsan_release(m);
+#endif
+        const int rc = on_own_pool(user_context, marked_task, min, size, m);
+#ifdef FBNGRAD_TSAN
+        __tsan_acquire(m);
+#endif
+        return rc;
     }
     if (size <= 0) return 0;
     Loop loop{task, user_context, min, closure};
