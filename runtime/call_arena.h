@@ -17,15 +17,15 @@
 #include <cstdint>
 
 #include "asan_poison.h"
+#include "scratch_alignment.h"
 
 namespace fbngrad::runtime {
 
 class CallArena {
 public:
-    // What halide_malloc promises the kernels (HalideRuntime.h): the widest
-    // vector's alignment, a multiple of it, 8 readable bytes before and after.
-    // The block's owner leaves kAlignment spare bytes before and after it.
-    static constexpr size_t kAlignment = 128;
+    // scratch_alignment.h, and sizes a multiple of it. The block's owner
+    // leaves kAlignment spare bytes before and after it.
+    static constexpr size_t kAlignment = kScratchAlignment;
 
     // Lends [base, base + bytes) to one call; base kAlignment-aligned. No block: allocates nothing.
     void lend(uint8_t *base, size_t bytes) {

@@ -25,14 +25,14 @@
 #include <mutex>
 #include <vector>
 
+#include "scratch_alignment.h"
+
 namespace fbngrad::runtime {
 
 class ScratchCache {
 public:
-    // What halide_malloc promises the kernels: every CPU target's widest vector
-    // (AVX-512's 64 bytes) and a whole cache line pair, a size that is a
-    // multiple of it, and 8 readable bytes before and after (HalideRuntime.h).
-    static constexpr size_t kAlignment = 128;
+    // scratch_alignment.h, and a size that is a multiple of it.
+    static constexpr size_t kAlignment = kScratchAlignment;
 
     struct Limits {
         size_t min_bytes;        // a block smaller than this is never kept

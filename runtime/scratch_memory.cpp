@@ -25,6 +25,17 @@ ScratchCache &cache() {
 // for a race.
 thread_local CallArena *t_arena = nullptr;
 
+// A block of `bytes` for the call arena or a task stack: kScratchAlignment-
+// aligned, with kScratchAlignment spare bytes on each side (the 8 readable
+// bytes around what halide_malloc returns, scratch_alignment.h). Its start
+// for free() in *raw; nullptr without memory.
+uint8_t *malloc_block(void **raw, size_t bytes) {
+    constexpr size_t kAlign = kScratchAlignment;
+    if (!(*raw = std::malloc(bytes + 3 * kAlign))) return nullptr;
+    const uintptr_t first = reinterpret_cast<uintptr_t>(*raw) + kAlign;
+    return reinterpret_cast<uint8_t *>((first + kAlign - 1) & ~uintptr_t(kAlign - 1));
+}
+
 // The user context of the task this thread runs (InTask), or nullptr.
 thread_local const void *t_task_call = nullptr;
 
@@ -43,12 +54,10 @@ struct StackBlock {
         std::free(raw);
     }
     void make() {
-        constexpr size_t kAlign = TaskStack::kAlignment;
-        // kAlign spare bytes before the aligned block (the 8 readable bytes before a buffer).
-        if (!(raw = std::malloc(kTaskStackBytes + 2 * kAlign))) return;
-        const uintptr_t first = reinterpret_cast<uintptr_t>(raw) + kAlign;
-        stack.use(reinterpret_cast<uint8_t *>((first + kAlign - 1) & ~uintptr_t(kAlign - 1)), kTaskStackBytes);
-        t_stack = &stack;
+        if (uint8_t *base = malloc_block(&raw, kTaskStackBytes)) {
+            stack.use(base, kTaskStackBytes);
+            t_stack = &stack;
+        }
     }
     size_t release() {
         if (!raw || stack.used() != 0) return 0;
@@ -94,12 +103,14 @@ void scratch_free(void *, void *ptr) {
 // goes without.
 struct ThreadBlock {
     void *raw = nullptr;
+    uint8_t *base = nullptr;  // the aligned block in raw
     bool lent = false;
     ~ThreadBlock();
     size_t release() {
         if (!raw || lent) return 0;
         std::free(raw);
         raw = nullptr;
+        base = nullptr;
         return kCallArenaBytes;
     }
 };
@@ -114,12 +125,8 @@ ThreadBlock::~ThreadBlock() {
 
 bool lend_thread_block(CallArena *arena) {
     if (t_block_gone || t_block.lent) return false;
-    constexpr size_t kAlign = CallArena::kAlignment;
-    // kAlign spare bytes on each side of the aligned block (HalideRuntime.h:
-    // 8 readable bytes around what halide_malloc returns).
-    if (!t_block.raw && !(t_block.raw = std::malloc(kCallArenaBytes + 3 * kAlign))) return false;
-    const uintptr_t first = reinterpret_cast<uintptr_t>(t_block.raw) + kAlign;
-    arena->lend(reinterpret_cast<uint8_t *>((first + kAlign - 1) & ~uintptr_t(kAlign - 1)), kCallArenaBytes);
+    if (!t_block.raw && !(t_block.base = malloc_block(&t_block.raw, kCallArenaBytes))) return false;
+    arena->lend(t_block.base, kCallArenaBytes);
     t_block.lent = true;
     t_arena = arena;
     return true;

@@ -24,14 +24,13 @@
 #include <cstdint>
 
 #include "asan_poison.h"
+#include "scratch_alignment.h"
 
 namespace fbngrad::runtime {
 
 class TaskStack {
 public:
-    // What halide_malloc promises the kernels (HalideRuntime.h): the widest
-    // vector's alignment, and 8 readable bytes before and after the buffer.
-    static constexpr size_t kAlignment = 128;
+    static constexpr size_t kAlignment = kScratchAlignment;  // scratch_alignment.h
 
     // Over [base, base + bytes), base kAlignment-aligned, the last kAlignment
     // bytes kept free (the bytes after the last buffer). No block: allocates nothing.
