@@ -148,9 +148,9 @@ def against_rows(report, base):
     out = []
     for b, o in paired(report, base):
         tasks = [len(loop["task_us"]) for loop in b["loops"]]
-        if tasks != [len(loop["task_us"]) for loop in o["loops"]]:
-            raise ValueError(f"{b['name']}: tasks per loop {tasks} here, "
-                             f"{[len(loop['task_us']) for loop in o['loops']]} in the base")
+        base_tasks = [len(loop["task_us"]) for loop in o["loops"]]
+        if tasks != base_tasks:
+            raise ValueError(f"{b['name']}: tasks per loop {tasks} here, {base_tasks} in the base")
         mine = sum(sum(loop["task_us"]) for loop in b["loops"])
         theirs = sum(sum(loop["task_us"]) for loop in o["loops"])
         out.append((b["name"], sum(tasks), theirs, mine, mine / theirs if theirs > 0 else math.inf))
