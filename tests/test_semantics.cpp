@@ -100,6 +100,69 @@ TEST(Values, NanAndInfPropagate) {
             }
 }
 
+// An infinite float32 factor scale*inv (an infinite scale, or a product past
+// float32's largest) makes x_backprop that infinity times the bracket (training)
+// or dy (inference). Found by the fuzzer: a constant dy and x == mean give a
+// bracket dy - sum(dy)/M that is 0 in exact arithmetic but a rounding residue
+// of either sign in float32, so +inf, -inf and NaN are all right there; the
+// reference says which elements those are (the rest keep their exact sign).
+TEST(Values, InfiniteScaleFactor) {
+    const float inf = std::numeric_limits<float>::infinity();
+    for (fbngrad_dtype dt : kDtypes)
+        for (fbngrad_layout l : kLayouts)
+            for (bool training : {true, false}) {
+                if (!built(dt, l, training)) continue;  // left out of this build
+                // The fuzzer's case: 1 sample of 3x5 per channel, 4 channels.
+                const int64_t C = 4, S = 15;
+                TestProblem tp(dt, l, l == FBNGRAD_NHWC ? std::vector<int64_t>{1, 3, 5, C}
+                                                        : std::vector<int64_t>{1, C, 3, 5}, training);
+                auto elem = [&](int64_t s, int64_t c) { return l == FBNGRAD_NHWC ? s * C + c : c * S + s; };
+                for (int64_t s = 0; s < S; ++s) {
+                    ref::store(dt, tp.dy.data(), elem(s, 0), 122.0f / 31.0f);  // channel 0: constant dy,
+                    if (s >= 7 && s < 11) ref::store(dt, tp.x.data(), elem(s, 0), tp.mean[0]);  // some x at the mean
+                    if (s % 3 == 0) ref::store(dt, tp.dy.data(), elem(s, 2), 0.0f);  // channel 2: some dy zero
+                }
+                tp.mean[0] = float(ref::load(dt, tp.x.data(), elem(7, 0)));  // the stored x, exactly
+                tp.scale[0] = -inf;   // channel 0: infinite scale, zero brackets
+                tp.scale[1] = inf;    // channel 1: infinite scale, ordinary data
+                tp.scale[2] = 3e37f;  // channel 2: finite scale, scale*inv past float32's largest
+                tp.rs2[2] = tp.p.rs2_is_inverse_std ? 100.0f : 0.0f;  // inv = 100 or 1/sqrt(eps) = 31.6
+                fbngrad_status st;
+                ASSERT_EQ(tp.run(&st), FBNGRAD_OK) << st.message;
+                ref::Comparison r = tp.check();
+                EXPECT_TRUE(r.ok()) << tp.describe() << ": " << r.first_mismatch;
+                for (int64_t s = 0; s < S; ++s) {
+                    EXPECT_FALSE(std::isfinite(ref::load(dt, tp.xb.data(), elem(s, 0)))) << tp.describe() << " s " << s;
+                    EXPECT_FALSE(std::isfinite(ref::load(dt, tp.xb.data(), elem(s, 2)))) << tp.describe() << " s " << s;
+                    EXPECT_TRUE(std::isfinite(ref::load(dt, tp.xb.data(), elem(s, 3)))) << tp.describe() << " s " << s;
+                }
+                if (!training)  // dy * inf: NaN exactly where dy is 0
+                    EXPECT_TRUE(std::isnan(ref::load(dt, tp.xb.data(), elem(3, 2)))) << tp.describe();
+            }
+}
+
+// The reference's rule for those elements, on its own: any non-finite result
+// passes, a finite one fails, and an ordinary NaN still demands NaN.
+TEST(Reference, ZeroBracketTimesInfinityIsAnyNonFinite) {
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+    float dy[4] = {2, 2, 2, 2}, x[4] = {1, 1, 1, 1}, scale = inf, mean = 1, rs2 = 1;
+    ref::Problem p;
+    p.layout = FBNGRAD_NHWC;
+    p.shape[0] = 1, p.shape[1] = 1, p.shape[2] = 4, p.shape[3] = 1;
+    p.y_backprop = dy, p.x = x, p.scale = &scale, p.mean = &mean, p.reserve_space_2 = &rs2;
+    p.is_training = true;
+    float sb = 0, ob = 8;  // sum(dy * (x - mean)) * inv, sum(dy)
+    const ref::Expected e = ref::compute(p);
+    float xb[4] = {inf, -inf, nan, inf};
+    EXPECT_TRUE(ref::compare(p, e, xb, &sb, &ob).ok());
+    xb[1] = 0.0f;
+    EXPECT_EQ(ref::compare(p, e, xb, &sb, &ob).mismatches, 1);
+    scale = nan;  // a NaN factor: NaN everywhere, and only NaN
+    const ref::Expected e_nan = ref::compute(p);
+    float xb_nan[4] = {nan, nan, nan, inf};
+    EXPECT_EQ(ref::compare(p, e_nan, xb_nan, &sb, &ob).mismatches, 1);
+}
+
 TEST(Values, NanEpsilonPropagates) {
     FBNGRAD_SKIP_UNLESS_BUILT(FBNGRAD_FLOAT32, FBNGRAD_NHWC, true);
     TestProblem tp(FBNGRAD_FLOAT32, FBNGRAD_NHWC, {1, 2, 2, 3}, true);

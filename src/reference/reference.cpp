@@ -122,18 +122,35 @@ Expected compute(const Problem &p) {
         e.scale_backprop_tol[c] = err_dyxc * std::fabs(inv) + 8 * kU * std::fabs(sum_dyxc * inv);
 
         const double a = scale * inv, dy_mean = sum_dy / double(M), k2 = inv * inv * sum_dyxc / double(M);
+        // The op's float32 factor scale*inv is infinite (an infinite scale, or a
+        // product past float32's largest): x_backprop is that infinity times a
+        // finite factor, so only the factor's sign (or its being zero: NaN) counts.
+        const bool a_infinite = std::fabs(a) >= overflow_threshold(FBNGRAD_FLOAT32);
+        const double inf = std::numeric_limits<double>::infinity();
+        auto times_infinite_a = [&](double factor) {
+            return std::isnan(factor) || factor == 0 ? std::nan("") : std::copysign(inf, a * factor);
+        };
         for (int64_t n = 0; n < ix.N; ++n)
             for (int64_t s = 0; s < ix.S; ++s) {
                 int64_t i = ix(n, s, c);
                 double dy = load(p.dtype, p.y_backprop, i), xc = load(p.dtype, p.x, i) - mean;
                 double v, err;
                 if (p.is_training) {
-                    v = a * (dy - dy_mean - xc * k2);
-                    err = std::fabs(a) * (8 * kU * (std::fabs(dy) + std::fabs(dy_mean) + std::fabs(xc * k2)) +
-                                          err_dy / double(M) + std::fabs(xc) * inv * inv * err_dyxc / double(M));
+                    const double bracket = dy - dy_mean - xc * k2;
+                    const double bracket_err = 8 * kU * (std::fabs(dy) + std::fabs(dy_mean) + std::fabs(xc * k2)) +
+                                               err_dy / double(M) + std::fabs(xc) * inv * inv * err_dyxc / double(M);
+                    if (a_infinite && !std::isnan(bracket) && !(std::fabs(bracket) > bracket_err)) {
+                        // Zero within its rounding error: the float32 bracket may be
+                        // +0, -0 or either sign, so +inf, -inf and NaN are all right.
+                        e.x_backprop[i] = std::nan("");
+                        e.x_backprop_tol[i] = inf;
+                        continue;
+                    }
+                    v = a_infinite ? times_infinite_a(bracket) : a * bracket;
+                    err = a_infinite ? 0 : std::fabs(a) * bracket_err;
                 } else {
-                    v = dy * a;
-                    err = 8 * kU * std::fabs(v);
+                    v = a_infinite ? times_infinite_a(dy) : dy * a;
+                    err = a_infinite ? 0 : 8 * kU * std::fabs(v);
                 }
                 e.x_backprop[i] = v;
                 e.x_backprop_tol[i] = (1 + uT) * err + uT * std::fabs(v) + floorT;
@@ -151,7 +168,7 @@ Comparison compare(const Problem &p, const Expected &e, const void *x_backprop, 
     auto check = [&](const char *what, int64_t i, double got, double want, double tol, double overflow) {
         bool good;
         if (std::isnan(want)) {
-            good = std::isnan(got);
+            good = std::isinf(tol) ? !std::isfinite(got) : std::isnan(got);
         } else if (std::isinf(want)) {
             good = got == want;
         } else if (std::isinf(got) && std::fabs(want) + tol >= overflow && (got > 0) == (want > 0)) {

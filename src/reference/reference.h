@@ -13,7 +13,12 @@
 //                8u * |dy*scale*inv|                              (inference)
 //                then (1+u_T) * that + u_T * |exact| + the type's smallest subnormal
 //   scale_backprop: err(sum_dyxc) * inv + 8u * |exact|; offset_backprop: err(sum_dy)
-// A NaN in the reference must be NaN in the result; an infinity must be the same infinity;
+// Where the op's float32 factor scale*inv is infinite (an infinite scale, or a product past
+// float32's largest), x_backprop is that infinity times the bracket (training) or dy
+// (inference): its sign, or NaN where the factor is zero. A training bracket that is zero
+// within its error may come out +0, -0 or either sign in float32: the reference says
+// NaN with an infinite tolerance there, and any non-finite result is right.
+// Otherwise a NaN in the reference must be NaN in the result; an infinity must be the same infinity;
 // a finite value that (within its tolerance) rounds past the type's largest may be that
 // infinity (float16 x_backprop over 65504 is, as TensorFlow's cast to half gives).
 #pragma once
