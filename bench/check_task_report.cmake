@@ -1,6 +1,7 @@
 # bench_task_report: fbngrad_bench --fbngrad_task_report on two small cases, then
 # task_model.py on the report: every loop must meet the many-core rule there;
-# then the same report with --fbngrad_task_order=reverse (the same loops).
+# then the same report with --fbngrad_task_order=reverse and with
+# --fbngrad_task_thread=worker (the same loops).
 # cmake -DBENCH=... -DPYTHON=... -DMODEL=.../task_model.py -DOUT=tasks.json -P check_task_report.cmake
 file(REMOVE ${OUT})
 execute_process(
@@ -59,43 +60,69 @@ if (NOT rc EQUAL 0 OR NOT outside_out MATCHES "float32 NCHW train 1,56,56,24 +[0
     message(FATAL_ERROR "task_model.py --outside failed (exit ${rc}) or printed no row")
 endif ()
 
-# --fbngrad_task_order=reverse: the same loops and tasks, each time kept at its index.
-set(REV ${OUT}.reverse.json)
-file(REMOVE ${REV})
-execute_process(
-    COMMAND ${BENCH} "--benchmark_filter=^fbngrad/float32/(NHWC|NCHW)/train/1,56,56,24/real_time$"
-            --benchmark_min_time=0.01 --fbngrad_task_report=${REV} --fbngrad_task_order=reverse
-    OUTPUT_QUIET ERROR_QUIET RESULT_VARIABLE rc)
-if (NOT rc EQUAL 0)
-    message(FATAL_ERROR "fbngrad_bench --fbngrad_task_order=reverse failed (exit ${rc})")
-endif ()
-file(READ ${REV} reversed)
-string(JSON order GET "${reversed}" task_order)
-string(JSON n LENGTH "${report}" benchmarks)
-string(JSON n_rev LENGTH "${reversed}" benchmarks)
-if (NOT order STREQUAL "reverse" OR NOT n EQUAL n_rev OR n EQUAL 0)
-    message(FATAL_ERROR "the reversed report: task_order '${order}', ${n_rev} benchmarks against ${n}")
-endif ()
-math(EXPR last "${n} - 1")
-foreach (b RANGE ${last})
-    string(JSON loops GET "${report}" benchmarks ${b} loops)
-    string(JSON loops_rev GET "${reversed}" benchmarks ${b} loops)
-    string(JSON nl LENGTH "${loops}")
-    string(JSON nl_rev LENGTH "${loops_rev}")
-    if (NOT nl EQUAL nl_rev)
-        message(FATAL_ERROR "benchmark ${b}: ${nl} loops in index order, ${nl_rev} reversed")
+# A second report of the same two cases, with `flag`: the same loops and
+# tasks (each time kept at its index, the first one measured), and `key` = `want`.
+function(check_second_report flag key want)
+    set(second ${OUT}.${want}.json)
+    file(REMOVE ${second})
+    execute_process(
+        COMMAND ${BENCH} "--benchmark_filter=^fbngrad/float32/(NHWC|NCHW)/train/1,56,56,24/real_time$"
+                --benchmark_min_time=0.01 --fbngrad_task_report=${second} ${flag}
+        OUTPUT_QUIET ERROR_QUIET RESULT_VARIABLE rc)
+    if (NOT rc EQUAL 0)
+        message(FATAL_ERROR "fbngrad_bench ${flag} failed (exit ${rc})")
     endif ()
-    math(EXPR lastl "${nl} - 1")
-    foreach (l RANGE ${lastl})
-        string(JSON t GET "${loops}" ${l} tasks)
-        string(JSON t_rev GET "${loops_rev}" ${l} tasks)
-        string(JSON first_rev GET "${loops_rev}" ${l} task_us 0)
-        if (NOT t EQUAL t_rev OR NOT first_rev GREATER 0)
-            message(FATAL_ERROR "benchmark ${b} loop ${l}: ${t} tasks, ${t_rev} reversed (task 0: ${first_rev} us)")
+    file(READ ${second} other)
+    string(JSON got GET "${other}" ${key})
+    string(JSON n LENGTH "${report}" benchmarks)
+    string(JSON n_other LENGTH "${other}" benchmarks)
+    if (NOT got STREQUAL want OR NOT n EQUAL n_other OR n EQUAL 0)
+        message(FATAL_ERROR "the report with ${flag}: ${key} '${got}', ${n_other} benchmarks against ${n}")
+    endif ()
+    math(EXPR last "${n} - 1")
+    foreach (b RANGE ${last})
+        string(JSON loops GET "${report}" benchmarks ${b} loops)
+        string(JSON loops_other GET "${other}" benchmarks ${b} loops)
+        string(JSON nl LENGTH "${loops}")
+        string(JSON nl_other LENGTH "${loops_other}")
+        if (NOT nl EQUAL nl_other)
+            message(FATAL_ERROR "benchmark ${b}: ${nl} loops by default, ${nl_other} with ${flag}")
         endif ()
+        math(EXPR lastl "${nl} - 1")
+        foreach (l RANGE ${lastl})
+            string(JSON t GET "${loops}" ${l} tasks)
+            string(JSON t_other GET "${loops_other}" ${l} tasks)
+            string(JSON first_other GET "${loops_other}" ${l} task_us 0)
+            if (NOT t EQUAL t_other OR NOT first_other GREATER 0)
+                message(FATAL_ERROR "benchmark ${b} loop ${l}: ${t} tasks, ${t_other} with ${flag} (task 0: ${first_other} us)")
+            endif ()
+        endforeach ()
     endforeach ()
-endforeach ()
+    set(other "${other}" PARENT_SCOPE)
+endfunction()
+
+# --fbngrad_task_order=reverse: the tasks last to first.
+check_second_report(--fbngrad_task_order=reverse task_order reverse)
 execute_process(COMMAND ${BENCH} --fbngrad_task_order=backwards OUTPUT_QUIET ERROR_VARIABLE err RESULT_VARIABLE rc)
 if (rc EQUAL 0 OR NOT err MATCHES "wants index or reverse")
     message(FATAL_ERROR "--fbngrad_task_order=backwards: want a clear refusal, got exit ${rc}: ${err}")
+endif ()
+
+# --fbngrad_task_thread=worker: the tasks on the runner's own thread, with the
+# hand-over to it and back measured per loop (none on the calling thread; on
+# this VM 0-0.7 us, by where the host puts the two vCPUs: 0 where it is no
+# slower than a task's own overhead).
+string(JSON thread GET "${report}" task_thread)
+string(JSON per_loop GET "${report}" runner_overhead_us_per_loop)
+if (NOT thread STREQUAL "caller" OR NOT per_loop EQUAL 0)
+    message(FATAL_ERROR "by default: want the tasks on the caller, no per-loop overhead; got '${thread}', ${per_loop}")
+endif ()
+check_second_report(--fbngrad_task_thread=worker task_thread worker)
+string(JSON per_loop GET "${other}" runner_overhead_us_per_loop)
+if (per_loop LESS 0 OR per_loop GREATER 100)
+    message(FATAL_ERROR "the worker's runner_overhead_us_per_loop implausible: '${per_loop}'")
+endif ()
+execute_process(COMMAND ${BENCH} --fbngrad_task_thread=elsewhere OUTPUT_QUIET ERROR_VARIABLE err RESULT_VARIABLE rc)
+if (rc EQUAL 0 OR NOT err MATCHES "wants caller or worker")
+    message(FATAL_ERROR "--fbngrad_task_thread=elsewhere: want a clear refusal, got exit ${rc}: ${err}")
 endif ()

@@ -33,6 +33,8 @@
 //                                and FILE (JSON) for bench/task_model.py
 //   --fbngrad_task_order=reverse the task report's runner takes each loop's tasks last to first
 //                                (default: index order; task_report.h says why)
+//   --fbngrad_task_thread=worker the task report's runner runs the tasks on a thread of its own
+//                                while the calling thread waits (default: caller; task_report.h)
 //   --fbngrad_task_repeats=N     the task report's calls per benchmark, each task's fastest kept
 //                                (default 15: with 5, a noisy VM left a loop's longest task up to
 //                                1.5x its mean, which the model reads as imbalance)
@@ -300,6 +302,15 @@ int positive_flag(const char *name, const char *value) {
     return int(v);
 }
 
+// A flag of two values: whether it is `second` (exits on anything else).
+bool two_way_flag(const char *name, const char *value, const char *first, const char *second) {
+    if (std::strcmp(value, first) != 0 && std::strcmp(value, second) != 0) {
+        std::fprintf(stderr, "fbngrad_bench: %s wants %s or %s, got '%s'\n", name, first, second, value);
+        std::exit(1);
+    }
+    return std::strcmp(value, second) == 0;
+}
+
 }  // namespace
 }  // namespace fbngrad_bench
 
@@ -341,14 +352,12 @@ int main(int argc, char **argv) {
             g_task_repeats = positive_flag("--fbngrad_task_repeats", a + 23);
             continue;
         }
+        if (i > 0 && std::strncmp(a, "--fbngrad_task_thread=", 22) == 0) {
+            set_tasks_on_worker(two_way_flag("--fbngrad_task_thread", a + 22, "caller", "worker"));
+            continue;
+        }
         if (i > 0 && std::strncmp(a, "--fbngrad_task_order=", 21) == 0) {
-            const std::string order = a + 21;
-            if (order != "index" && order != "reverse") {
-                std::fprintf(stderr, "fbngrad_bench: --fbngrad_task_order wants index or reverse, got '%s'\n",
-                             order.c_str());
-                return 1;
-            }
-            set_task_order_reversed(order == "reverse");
+            set_task_order_reversed(two_way_flag("--fbngrad_task_order", a + 21, "index", "reverse"));
             continue;
         }
         if (i > 0 && std::strcmp(a, "--fbngrad_input_digest") == 0) {

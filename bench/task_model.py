@@ -40,6 +40,15 @@ microseconds on the timing runner: before the first loop (the call's checks, the
 a kernel, the kernel's buffers), between each two loops (the per-channel work), after the
 last (the buffers' release, the return); from the report's gap_us (reports since
 2026-12-06). That time is serial on any number of cores.
+
+A report taken with fbngrad_bench --fbngrad_task_thread=worker ran the tasks on a thread of
+the timing runner's own while the calling thread waited: the call's own work then finds the
+caches of a caller among many cores (which streams a P-th of the tensors), not those of one
+core that streamed all of them; the header says which (docs/threads.md).
+
+With --split K, the model's table as if each task were K tasks of 1/K its time (the rule's
+column then counts those): a what-if for a finer decomposition, before building it. It adds no
+cost for the extra tasks, their partial sums or the runner, so it bounds what the split could give.
 """
 
 import argparse
@@ -103,6 +112,17 @@ def model(bench, cores, schedule="greedy"):
     for p in cores:
         t = serial + sum(loop_time(l, p) for l in loops)
         out[p] = call / t if t > 0 else math.inf
+    return out
+
+
+def split_tasks(report, k):
+    """The report with each task as k tasks of 1/k its time (--split): a what-if for a finer
+    decomposition, with no cost added for the extra tasks or their partial sums."""
+    out = dict(report)
+    out["benchmarks"] = [dict(b, loops=[{"tasks": loop["tasks"] * k,
+                                         "task_us": [t / k for t in loop["task_us"] for _ in range(k)]}
+                                        for loop in b["loops"]])
+                         for b in report["benchmarks"]]
     return out
 
 
@@ -233,7 +253,11 @@ def main(argv=None):
                     help="the tasks' total time against a report of another build (see the module's doc)")
     ap.add_argument("--outside", action="store_true",
                     help="where each call's time outside its tasks falls (see the module's doc)")
+    ap.add_argument("--split", type=int, default=1, metavar="K",
+                    help="what-if: each task as K tasks of 1/K its time, no cost added (see the module's doc)")
     args = ap.parse_args(argv)
+    if args.split < 1:
+        ap.error(f"--split wants a positive integer, got {args.split}")
     if sum(map(bool, (args.outside, args.reversed, args.against))) > 1:
         ap.error("--outside, --reversed and --against are different tables: give one")
     try:
@@ -246,7 +270,7 @@ def main(argv=None):
         if args.against:
             with open(args.against) as f:
                 against = against_rows(report, json.load(f))
-        table = rows(report, args.cores, args.schedule)
+        table = rows(split_tasks(report, args.split) if args.split > 1 else report, args.cores, args.schedule)
         outside = outside_rows(report) if args.outside else None
     except KeyError as e:
         if args.outside and e.args == ("gap_us",):
@@ -291,7 +315,11 @@ def main(argv=None):
         print(format_rows(head, body, args.markdown))
         return 0
     how = {"greedy": "each task to the core free first", "waves": "tasks in waves of P"}[args.schedule]
-    print(f"Modelled speed-up on P cores from serially timed tasks ({how}; memory bandwidth ignored).")
+    where = {"caller": "on the calling thread", "worker": "on a thread of the timing runner's own"}[
+        report.get("task_thread", "caller")]
+    split = f"; what-if: each task as {args.split} of 1/{args.split} its time" if args.split > 1 else ""
+    print(f"Modelled speed-up on P cores from serially timed tasks, {where} "
+          f"({how}; memory bandwidth ignored{split}).")
     print(format_table(table, args.cores, args.markdown))
     return 0
 

@@ -35,6 +35,14 @@ bool profile_tasks(const std::function<bool()> &call, int repeats, TaskProfile *
 // its part of the tensors lies), not by what ran before it.
 void set_task_order_reversed(bool reversed);
 
+// Whether the timing runner runs the tasks on a thread of its own (the calling
+// thread waits) rather than on the calling thread. On the calling thread, the
+// call's own work before, between and after its loops finds the caches that
+// streaming all of the tensors left, as on one core; on a worker, the caches
+// that a caller among many cores, which streams a P-th of them, would find.
+// Neither changes what the tasks do or the order they run in.
+void set_tasks_on_worker(bool on_worker);
+
 // Collects profiles and writes them as JSON (the format task_model.py reads).
 void add_to_task_report(const std::string &benchmark, int64_t elements, const TaskProfile &p);
 // `repeats`: the calls each profile took (profile_tasks), recorded in the file.

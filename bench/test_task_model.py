@@ -180,6 +180,28 @@ class Cli(unittest.TestCase):
                 with contextlib.redirect_stderr(io.StringIO()):
                     task_model.main([new, "--against", base, "--outside"])
 
+    def test_split(self):
+        # Two tasks of 1 and 3 us on 4 cores: the loop takes 3 us (4/3 the speed-up); split
+        # in two, the 0.5, 0.5, 1.5, 1.5 us tasks take 1.5 us (8/3). The report stays as it was.
+        report = {"benchmarks": [bench(16384 * 2, 4.0, [1.0, 3.0])]}
+        self.assertAlmostEqual(task_model.model(report["benchmarks"][0], [4])[4], 4.0 / 3.0)
+        split = task_model.split_tasks(report, 2)
+        self.assertEqual(split["benchmarks"][0]["loops"][0]["task_us"], [0.5, 0.5, 1.5, 1.5])
+        self.assertEqual(split["benchmarks"][0]["loops"][0]["tasks"], 4)
+        self.assertAlmostEqual(task_model.model(split["benchmarks"][0], [4])[4], 8.0 / 3.0)
+        self.assertEqual(report["benchmarks"][0]["loops"][0]["task_us"], [1.0, 3.0])
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "r.json")
+            with open(path, "w") as f:
+                json.dump(report, f)
+            code, out, _ = self.run_main(path, "--split", "2", "--cores", "4")
+            self.assertEqual(code, 0)
+            self.assertIn("what-if: each task as 2 of 1/2 its time", out)
+            self.assertIn("2.7", out)
+            with self.assertRaises(SystemExit):
+                with contextlib.redirect_stderr(io.StringIO()):
+                    task_model.main([path, "--split", "0"])
+
     def test_outside(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "gaps.json")
