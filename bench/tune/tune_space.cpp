@@ -101,11 +101,16 @@ std::vector<Candidate> candidates_for(fbngrad_layout layout, bool training,
     } else {
         // fuse_passes: 2 (the hand schedule's default on x86) computes a block of
         // channels at a time, its sums then its x_backprop, and the sum order does not
-        // matter to the cache; 1 is the two-pass schedule, where it does.
+        // matter to the cache; 1 is the two-pass schedule, where it does. A one pass
+        // offers at most C tasks, and only one of vector_multiple 1 (the split
+        // phase's) has the two-pass route that meets the many-core rule where a
+        // channel exceeds a task (src/two_pass_route.h): a wider one won the
+        // AVX2 `huge` class once (1.32x under the JIT) and gave NCHW 32,112,112,64
+        // 64 tasks on a caller's runner where the rule asks for 256.
         for (int vm : {1, 2, 4})
             for (int ept : {4096, 16384, 65536}) {
                 const std::string knobs = "vm" + std::to_string(vm) + "_ept" + std::to_string(ept);
-                if (!(vm == 1 && ept == 16384)) {
+                if (vm == 1 && ept != 16384) {
                     Candidate c;
                     c.id = "onepass_" + knobs;
                     c.knobs = {{"fuse_passes", 2}, {"vector_multiple", vm}, {"elements_per_task", ept}};

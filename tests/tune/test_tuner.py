@@ -76,6 +76,13 @@ def main():
     check(all(r["reason"].startswith("on ") or r["reason"].startswith("wrong on ") or
               r["reason"].startswith("does not compile") for r in autos), f"autoscheduler rejections: {autos}")
     check(all(r["reason"] for r in t["rejected"]), "every rejection says why")
+    # An NCHW one pass offers at most C tasks; only vector_multiple 1 has the two-pass
+    # route that meets the many-core rule (bench/tune/tune_space.cpp): no wider one is tried.
+    started = [json.loads(line) for line in open(state) if '"check_started"' in line]
+    nchw = {e["candidate"] for e in started if "/nchw/" in e["cell"]}
+    check(any(c.startswith("onepass_vm1_") for c in nchw), f"NCHW one passes of vector_multiple 1 are tried: {sorted(nchw)}")
+    check(not [c for c in nchw if c.startswith("onepass_") and not c.startswith("onepass_vm1_")],
+          f"no NCHW one pass of another vector_multiple: {sorted(nchw)}")
 
     # 2. Resuming a finished run redoes nothing.
     lines = open(state).read().count("\n")
