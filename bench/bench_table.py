@@ -15,6 +15,7 @@ over everything at the end. Then the size sweep (GB/s against tensor size), thre
 aggregate, or the median of the repetitions). Python standard library only.
 """
 
+import argparse
 import json
 import math
 import os
@@ -132,11 +133,20 @@ def impl_order(impls):
     return sorted(impls, key=lambda i: (rank.get(i, 1 if i.startswith("fbngrad-") else 8), i))
 
 
-def main():
-    paths = sys.argv[1:] or ["-"]
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("files", nargs="*", default=["-"], metavar="FILE",
+                    help="fbngrad_bench or tf_bench.py JSON; - (the default) reads standard input")
+    paths = ap.parse_args(argv).files
     res = Results()
     for p in paths:
-        res.add(load(p), p)
+        try:
+            doc = load(p)
+        except (OSError, ValueError) as e:
+            print(f"bench_table.py: cannot read {p}: {e}", file=sys.stderr)
+            return 1
+        res.add(doc, p)
     sweep = set((res.context("fbngrad_sweep_shapes") or "").split())
 
     print("## fbngrad benchmarks")
@@ -341,4 +351,4 @@ def eval_elems(shape):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

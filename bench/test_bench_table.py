@@ -131,5 +131,24 @@ class Table(unittest.TestCase):
                           "NHWC/train/32,7,7,512", "NHWC/infer/32,112,112,64", "NHWC/infer/32,7,7,512"])
 
 
+class Cli(unittest.TestCase):
+    def test_help_and_unreadable_files(self):
+        out = io.StringIO()
+        with self.assertRaises(SystemExit) as e, contextlib.redirect_stdout(out):
+            bench_table.main(["--help"])
+        self.assertEqual(e.exception.code, 0)
+        self.assertIn("usage:", out.getvalue())
+        with tempfile.TemporaryDirectory() as d:
+            missing = os.path.join(d, "missing.json")
+            not_json = os.path.join(d, "log.txt")
+            with open(not_json, "w") as f:
+                f.write("no benchmark here\n")
+            for path in (missing, not_json):
+                err = io.StringIO()
+                with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                    self.assertEqual(bench_table.main([path]), 1)
+                self.assertIn("cannot read " + path, err.getvalue())
+
+
 if __name__ == "__main__":
     unittest.main()
