@@ -105,7 +105,7 @@ std::vector<Candidate> candidates_for(fbngrad_layout layout, bool training,
         // offers at most C tasks, and only one of vector_multiple 1 (the split
         // phase's) has the two-pass route that meets the many-core rule where a
         // channel exceeds a task (src/two_pass_route.h): a wider one won the
-        // AVX2 `huge` class once (1.32x under the JIT) and gave NCHW 32,112,112,64
+        // AVX2 `huge` class once (1.32x under the JIT), which would give NCHW 32,112,112,64
         // 64 tasks on a caller's runner where the rule asks for 256.
         for (int vm : {1, 2, 4})
             for (int ept : {4096, 16384, 65536}) {
