@@ -155,10 +155,12 @@ RunnerOverhead runner_overhead(bool on_worker) {
         }
         return RunnerOverhead{std::max(0.0, best.per_task_us), worker ? std::max(0.0, best.per_loop_us) : 0.0};
     };
+    if (on_worker) {
+        static const RunnerOverhead worker = measure(true);
+        return worker;
+    }
     static const RunnerOverhead caller = measure(false);
-    if (!on_worker) return caller;
-    static const RunnerOverhead worker = measure(true);
-    return worker;
+    return caller;
 }
 
 }  // namespace
