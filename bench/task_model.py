@@ -206,6 +206,24 @@ def order_rows(report, reversed_report, min_tasks=16):
     return out
 
 
+# Steal time over this share of the report's: the hypervisor gave the VM's vCPUs
+# to something else often enough that the fastest of the calls may carry it.
+DISTURBED_STEAL = 0.01
+
+
+def disturbance(report):
+    """One line on the VM's steal time while the report was taken (reports with steal_ms), or None."""
+    if "steal_ms" not in report:
+        return None
+    steal, wall = report["steal_ms"], report.get("wall_ms", 0)
+    if steal < 0:
+        return "Steal time unknown (no /proc/stat)."
+    if steal > DISTURBED_STEAL * wall:
+        return (f"Disturbed: the VM's steal time was {steal:.0f} ms of {wall / 1000:.0f} s: the host ran something "
+                "else on these cores; take the figures again.")
+    return f"Steal time {steal:.0f} ms of {wall / 1000:.0f} s."
+
+
 def short_name(name):
     """fbngrad/float32/NHWC/train/32,56,56,64/real_time -> float32 NHWC train 32,56,56,64."""
     parts = [p for p in name.split("/") if p and p != "real_time" and not p.startswith("threads:")]
@@ -315,12 +333,16 @@ def main(argv=None):
         print(format_rows(head, body, args.markdown))
         return 0
     how = {"greedy": "each task to the core free first", "waves": "tasks in waves of P"}[args.schedule]
-    where = {"caller": "on the calling thread", "worker": "on a thread of the timing runner's own"}[
-        report.get("task_thread", "caller")]
+    thread = report.get("task_thread", "caller")
+    where = {"caller": "on the calling thread", "worker": "on a thread of the timing runner's own"}.get(
+        thread, f"on the {thread!r} thread")
     split = f"; what-if: each task as {args.split} of 1/{args.split} its time" if args.split > 1 else ""
     print(f"Modelled speed-up on P cores from serially timed tasks, {where} "
           f"({how}; memory bandwidth ignored{split}).")
     print(format_table(table, args.cores, args.markdown))
+    note = disturbance(report)
+    if note:
+        print(note)
     return 0
 
 

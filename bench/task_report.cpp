@@ -8,6 +8,8 @@
 #include <memory>
 #include <thread>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "fbngrad/fbngrad.h"
@@ -27,6 +29,19 @@ inline void cpu_relax() {
 }
 
 double us_since(Clock::time_point t0) { return std::chrono::duration<double, std::micro>(Clock::now() - t0).count(); }
+
+// The machine's steal time so far, in ms (/proc/stat: the time the hypervisor
+// ran something else while a vCPU of this VM wanted to run); -1 where unknown.
+double steal_ms() {
+    std::ifstream f("/proc/stat");
+    std::string cpu;
+    long long v[8] = {};
+    if (!(f >> cpu) || cpu != "cpu") return -1;
+    for (long long &x : v)
+        if (!(f >> x)) return -1;
+    const long hz = sysconf(_SC_CLK_TCK);
+    return hz > 0 ? double(v[7]) * 1000.0 / double(hz) : -1;
+}
 
 bool g_reversed = false;  // set_task_order_reversed
 bool g_on_worker = false; // set_tasks_on_worker
@@ -60,10 +75,10 @@ struct Timer {
     }
     static int run(void *self, int32_t count, fbngrad_task_fn task, void *task_ctx) {
         Timer &timer = *static_cast<Timer *>(self);
+        timer.edges.push_back(us_since(timer.call_start));  // first: the bookkeeping below is the runner's
         if (timer.used == timer.loops.size()) timer.loops.emplace_back();
         auto &loop = timer.loops[timer.used++];
         loop.assign(size_t(count), 0.0);
-        timer.edges.push_back(us_since(timer.call_start));
         const int rc = timer.worker ? timer.worker->run(loop, count, task, task_ctx)
                                     : run_tasks(loop, count, task, task_ctx);
         timer.edges.push_back(us_since(timer.call_start));
@@ -116,52 +131,8 @@ struct Timer {
 
 nlohmann::ordered_json g_report = nlohmann::ordered_json::array();
 
-int noop_task(void *, int32_t) { return 0; }
-
-// The timing runner's own time per task that falls outside the task's timed
-// span (the clock reads' halves and the push_back): it runs between the tasks
-// on this serial runner only, and would otherwise count as time outside the
-// tasks, which the model treats as serial (70 ns a task on the Zen 3 VM: 3 %
-// of a 0.3 ms call of 140 tasks). Measured once, on tasks that do nothing:
-// each iteration's time less the span it records. The fastest of a few
-// rounds, like the tasks. On the worker, the same per task, and per loop
-// the hand-over to the worker and back (measured on loops of one empty task).
-struct RunnerOverhead {
-    double per_task_us = 0, per_loop_us = 0;
-};
-
-RunnerOverhead runner_overhead(bool on_worker) {
-    auto measure = [](bool worker) {
-        constexpr int32_t kTasks = 20000, kLoops = 2000;
-        RunnerOverhead best{1e9, 1e9};
-        Timer timer(worker);
-        for (int round = 0; round < 5; ++round) {
-            timer.start(Clock::now());
-            Clock::time_point t0 = Clock::now();
-            Timer::run(&timer, kTasks, noop_task, nullptr);
-            double recorded = 0;
-            for (double t : timer.loops[0]) recorded += t;
-            best.per_task_us = std::min(best.per_task_us, (us_since(t0) - recorded) / kTasks);
-            if (!worker) continue;
-            timer.start(Clock::now());
-            t0 = Clock::now();
-            recorded = 0;
-            for (int l = 0; l < kLoops; ++l) {
-                Timer::run(&timer, 1, noop_task, nullptr);
-                timer.used = 0;
-                recorded += timer.loops[0][0];
-            }
-            best.per_loop_us = std::min(best.per_loop_us, (us_since(t0) - recorded) / kLoops - best.per_task_us);
-        }
-        return RunnerOverhead{std::max(0.0, best.per_task_us), worker ? std::max(0.0, best.per_loop_us) : 0.0};
-    };
-    if (on_worker) {
-        static const RunnerOverhead worker = measure(true);
-        return worker;
-    }
-    static const RunnerOverhead caller = measure(false);
-    return caller;
-}
+double g_steal_at_start = -1;                 // steal_ms() at the first profile
+Clock::time_point g_first_profile = Clock::now();  // reset at the first profile
 
 }  // namespace
 
@@ -182,13 +153,19 @@ double TaskProfile::longest_task_share() const {
 }
 
 bool profile_tasks(const std::function<bool()> &call, int repeats, TaskProfile *out, std::string *err) {
-    // Each task's fastest time, and the fastest time outside the tasks (each
-    // call's own: its time less its tasks'), so that a call slowed by the
-    // machine's other work does not count as time outside the tasks.
+    // Each task's fastest time, and at each place outside the loops (before the
+    // first, between two, after the last) the fastest time of the calls: the
+    // call's own work, timed from the loops' edges as the runner saw them, so
+    // that neither the timing runner's time between tasks nor the hand-over to
+    // the worker and back counts as the call's (a hand-over estimated on empty
+    // loops came to 0-0.6 us a loop by where the host put the two vCPUs, and
+    // left 0.3-1.7 us of it in NHWC 32,7,7,512's serial time).
     *out = TaskProfile{};
-    double outside = 0;
     Timer timer(g_on_worker);
-    const RunnerOverhead overhead = runner_overhead(g_on_worker);
+    if (g_steal_at_start < 0) {
+        g_steal_at_start = steal_ms();
+        g_first_profile = Clock::now();
+    }
     for (int r = 0; r < repeats; ++r) {
         fbngrad_set_parallel_for(Timer::run, &timer);
         const Clock::time_point t0 = Clock::now();
@@ -202,15 +179,6 @@ bool profile_tasks(const std::function<bool()> &call, int repeats, TaskProfile *
         }
         const std::vector<std::vector<double>> &loops = timer.loops;
         const size_t used = timer.used;
-        double tasks = 0;
-        size_t count = 0;
-        for (size_t l = 0; l < used; ++l) {
-            for (double t : loops[l]) tasks += t;
-            count += loops[l].size();
-        }
-        tasks += double(count) * overhead.per_task_us + double(used) * overhead.per_loop_us;  // the runner's, not the call's
-        // The time outside the loops, where it falls: before the first, between
-        // two, after the last (the loops' own edges as the runner saw them).
         std::vector<double> gaps;
         double last = 0;
         for (size_t e = 0; e < timer.edges.size(); e += 2) {
@@ -219,7 +187,6 @@ bool profile_tasks(const std::function<bool()> &call, int repeats, TaskProfile *
         }
         gaps.push_back(call_us - last);
         if (r == 0) {
-            outside = call_us - tasks;
             out->task_us.assign(loops.begin(), loops.begin() + ptrdiff_t(used));
             out->gap_us = std::move(gaps);
             continue;
@@ -230,13 +197,12 @@ bool profile_tasks(const std::function<bool()> &call, int repeats, TaskProfile *
             *err = "the parallel loops differ between two calls of the same problem";
             return false;
         }
-        outside = std::min(outside, call_us - tasks);
         for (size_t g = 0; g < gaps.size(); ++g) out->gap_us[g] = std::min(out->gap_us[g], gaps[g]);
         for (size_t l = 0; l < used; ++l)
             for (size_t i = 0; i < loops[l].size(); ++i)
                 out->task_us[l][i] = std::min(out->task_us[l][i], loops[l][i]);
     }
-    out->call_us = std::max(0.0, outside);
+    for (double g : out->gap_us) out->call_us += std::max(0.0, g);
     for (const auto &l : out->task_us)
         for (double t : l) out->call_us += t;
     return true;
@@ -255,14 +221,14 @@ void add_to_task_report(const std::string &benchmark, int64_t elements, const Ta
 bool write_task_report(const std::string &path, const std::string &cpu, int repeats, std::string *err) {
     const nlohmann::ordered_json doc = {
         {"about", "fbngrad_bench --fbngrad_task_report: each call's parallel loops on a serial timing runner "
-                  "(each task's fastest of `repeats` calls, call_us = those plus the fastest time outside the tasks, less "
-                  "the timing runner's own time between tasks, runner_overhead_us_per_task); "
-                  "bench/task_model.py models the speed-up on P cores"},
+                  "(each task's fastest of `repeats` calls; gap_us, the call's own time before, between and after "
+                  "its loops, each the fastest; call_us = the sum of both; steal_ms: the VM's steal time over "
+                  "the report's wall_ms, -1 where unknown); bench/task_model.py models the speed-up on P cores"},
         {"fbngrad_version", fbngrad_version()},
         {"cpu", cpu},
         {"repeats", repeats},
-        {"runner_overhead_us_per_task", runner_overhead(g_on_worker).per_task_us},
-        {"runner_overhead_us_per_loop", runner_overhead(g_on_worker).per_loop_us},
+        {"steal_ms", g_steal_at_start < 0 ? -1.0 : std::max(-1.0, steal_ms() - g_steal_at_start)},
+        {"wall_ms", us_since(g_first_profile) / 1000.0},
         {"task_order", g_reversed ? "reverse" : "index"},
         {"task_thread", g_on_worker ? "worker" : "caller"},
         {"benchmarks", g_report}};

@@ -15,7 +15,7 @@
 namespace fbngrad_bench {
 
 struct TaskProfile {
-    double call_us = 0;                        // the tasks' times plus the time outside them
+    double call_us = 0;                        // the tasks' times plus the gaps'
     std::vector<std::vector<double>> task_us;  // per parallel loop, per task
     // The time outside the loops where it falls (each the fastest of the
     // calls): before the first loop, between each two, after the last.
@@ -25,7 +25,7 @@ struct TaskProfile {
 };
 
 // Runs `call` `repeats` times on the timing runner; keeps each task's fastest
-// time and the fastest time outside the tasks. false when a call fails or the
+// time and each gap's. false when a call fails or the
 // loops differ between calls.
 bool profile_tasks(const std::function<bool()> &call, int repeats, TaskProfile *out, std::string *err);
 

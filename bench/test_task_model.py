@@ -229,6 +229,24 @@ class Cli(unittest.TestCase):
                 with contextlib.redirect_stderr(io.StringIO()):
                     task_model.main([path, "--outside", "--reversed", path])
 
+    def test_disturbance(self):
+        # Older reports carry no steal_ms: no line. Steal over 1 % of the report's time: disturbed.
+        report = {"benchmarks": [bench(16384 * 4, 4.0, [1.0] * 4)]}
+        self.assertIsNone(task_model.disturbance(report))
+        report.update(steal_ms=10.0, wall_ms=60000.0)
+        self.assertEqual(task_model.disturbance(report), "Steal time 10 ms of 60 s.")
+        report["steal_ms"] = -1
+        self.assertEqual(task_model.disturbance(report), "Steal time unknown (no /proc/stat).")
+        report["steal_ms"] = 900.0
+        self.assertTrue(task_model.disturbance(report).startswith("Disturbed: the VM's steal time was 900 ms of 60 s"))
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "busy.json")
+            with open(path, "w") as f:
+                json.dump(dict(report, task_thread="elsewhere"), f)
+            code, out, _ = self.run_main(path, "--cores", "4")
+            self.assertEqual(code, 0)
+            self.assertIn("Disturbed:", out)
+            self.assertIn("on the 'elsewhere' thread", out)  # an unknown task_thread is named, not a KeyError
 
 if __name__ == "__main__":
     unittest.main()
