@@ -91,22 +91,31 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
         // one_pass (inference): each block of rows' sums beside its x_backprop,
         // in one loop (compute_with), so y_backprop is read from memory once.
         // compute_with matches loops by name: the blocks of rows are `so` in both.
-        Func block;
+        Func stored;  // one_pass: the blocks' sums as the combine reads them
         Var so("so"), si("si");
         if (f.computes_sums()) {
             // Sums over rows s: blocks of rows_per_block rows summed in parallel,
             // each row a run of C contiguous channels (vector lanes = channels).
             RVar rso("rso"), rsi("rsi");
             f.partial.update().split(f.rs.x, rso, rsi, rows_per_block);
-            block = f.partial.update().rfactor(rso, so);
+            Func block = f.partial.update().rfactor(rso, so);
             if (one_pass) {
-                block.compute_root().vectorize(c, vec, guard);
-                Stage blocks = block.update();
+                // The task that sums a block zeroes it first, on its own stack,
+                // and stores it through `stored` (Halide's wrapper of `block`),
+                // which runs in x_backprop's loop: zeroed at root, the blocks'
+                // sums (2 x C floats a block, 1 MiB for NHWC 32,28,28,512) were
+                // a serial memset before the tasks, 11 us on the calling thread
+                // and 18-25 us after a many-core call had left them in other
+                // cores' caches (Zen 5 VM), a fifth of that call's modelled
+                // time on 64 cores.
+                stored = block.in();
+                stored.compute_root().reorder(c, so, n).parallel(so).vectorize(c, vec, guard);
+                block.compute_at(stored, so).vectorize(c, vec, guard);
                 // compute_with allows no specializations, so the register sums
                 // cannot serve here. Each vector of channels summing the
                 // block's rows as a strided strip (accumulators in registers for
                 // any C) was tried: 1.25-1.66x slower in the tuner's dram screening.
-                blocks.reorder(c, rsi, so, n).parallel(so).vectorize(c, vec, guard);
+                block.update().reorder(c, rsi, so, n).vectorize(c, vec, guard);
             } else {
                 schedule_nhwc_block_sums(block, f, rsi, so, rows_per_block, call_task_elements, widths);
             }
@@ -121,7 +130,7 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
             Func &xb = out.x_backprop;
             if (one_pass) {
                 xb.split(s, so, si, rows_per_block, guard).reorder(c, si, so, n).parallel(so).vectorize(c, vec, guard);
-                block.update().compute_with(xb, so);
+                stored.compute_with(xb, so);
             } else {
                 xb.split(s, so, si, rows_per_task, guard).reorder(c, si, so, n).parallel(so);
                 // Fewer channels than the narrowest vector: scalar stores, not

@@ -304,7 +304,9 @@ TEST_P(EveryVariant, NhwcCombineIsParallel) {
 TEST_P(EveryVariant, NhwcSumTasksZeroTheirOwnPartials) {
     if (info().layout != FBNGRAD_NHWC) GTEST_SKIP() << "NCHW sums no blocks of rows";
     // (Inference's loops are the same, but a tuned row may do it in one pass,
-    // the blocks' sums inside x_backprop's loop: generators/schedule_x86.cpp.)
+    // the blocks' sums inside x_backprop's loop: generators/schedule_x86.cpp;
+    // its tasks zero their blocks too, which tests/check_caller_work.py checks
+    // in the loop nest, as no loop count can show a serial memset.)
     if (!info().is_training) GTEST_SKIP() << "training only";
     for (const Shape &s :
          {Shape{{32, 7, 7, 512}, false}, Shape{{8, 14, 14, 1024}, false}, Shape{{4, 9, 9, 3}, false}}) {
