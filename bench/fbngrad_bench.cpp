@@ -22,7 +22,7 @@
 // Counters: bytes_per_second and GB/s count 3 tensors per call (x and y_backprop read,
 // x_backprop written); times are wall-clock (UseRealTime: the kernels are multi-threaded).
 //
-// Extra flags (taken out before Google Benchmark sees the rest):
+// Extra flags (CLI11 takes them out before Google Benchmark sees the rest; --help prints both):
 //   --fbngrad_threads=N          every peer's threads (default: one per core)
 //   --fbngrad_thread_counts=1,2  register every benchmark once per count, with /threads:T
 //   --fbngrad_bandwidth_mib=N    the size of each bandwidth-probe array (default 256)
@@ -42,10 +42,12 @@
 // peer, and the bandwidth probe); --benchmark_filter=all runs everything.
 #include <benchmark/benchmark.h>
 
+#include <CLI/CLI.hpp>
+
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <thread>
 
@@ -277,38 +279,13 @@ void print_digests() {
                         input_digest(get_inputs(d, l, s)).c_str());
 }
 
-std::vector<int> parse_counts(const char *list) {
-    std::vector<int> out;
-    for (const char *p = list; *p;) {
-        char *end;
-        long v = std::strtol(p, &end, 10);
-        if (end == p || v <= 0 || (*end && *end != ',')) {
-            std::fprintf(stderr, "fbngrad_bench: --fbngrad_thread_counts wants positive integers, e.g. 1,2\n");
-            std::exit(1);
-        }
-        out.push_back(int(v));
-        p = *end ? end + 1 : end;
-    }
-    return out;
-}
-
-int positive_flag(const char *name, const char *value) {
-    char *end;
-    long v = std::strtol(value, &end, 10);
-    if (end == value || *end || v <= 0) {
-        std::fprintf(stderr, "fbngrad_bench: %s wants a positive integer, got '%s'\n", name, value);
-        std::exit(1);
-    }
-    return int(v);
-}
-
-// A flag of two values: whether it is `second` (exits on anything else).
-bool two_way_flag(const char *name, const char *value, const char *first, const char *second) {
-    if (std::strcmp(value, first) != 0 && std::strcmp(value, second) != 0) {
-        std::fprintf(stderr, "fbngrad_bench: %s wants %s or %s, got '%s'\n", name, first, second, value);
-        std::exit(1);
-    }
-    return std::strcmp(value, second) == 0;
+// --help: fbngrad_bench's own flags, then Google Benchmark's (benchmark::Initialize
+// calls this for --help and exits).
+std::string g_own_help;
+void print_help() {
+    std::fputs(g_own_help.c_str(), stdout);
+    std::printf("\nGoogle Benchmark's flags (every other argument goes to it):\n");
+    benchmark::PrintDefaultHelp();
 }
 
 }  // namespace
@@ -316,57 +293,67 @@ bool two_way_flag(const char *name, const char *value, const char *first, const 
 
 int main(int argc, char **argv) {
     using namespace fbngrad_bench;
-    std::vector<char *> args;
-    bool has_filter = false, listing = false;
     int threads = 0, bandwidth_mib = 256;
-    std::string shapes = "all";
+    std::string shapes = "all", task_thread = "caller", task_order = "index";
     std::vector<int> thread_counts;
-    for (int i = 0; i < argc; ++i) {
-        const char *a = argv[i];
-        if (i > 0 && std::strncmp(a, "--fbngrad_threads=", 18) == 0) {
-            threads = positive_flag("--fbngrad_threads", a + 18);
-            continue;
+    bool digest = false;
+    // CLI11 takes fbngrad_bench's own flags and leaves the rest, in order, to
+    // Google Benchmark, which also prints the help (print_help).
+    const CLI::Range positive(1, std::numeric_limits<int>::max());
+    CLI::App app{"fbngrad_bench: Google Benchmark timings of fbngrad and its peers (the file's header says more)."};
+    app.set_help_flag();
+    app.allow_extras();
+    app.add_option("--fbngrad_threads", threads, "every peer's threads (default: one per core)")
+        ->check(positive);
+    app.add_option("--fbngrad_thread_counts", thread_counts,
+                   "e.g. 1,2: register every benchmark once per count, with /threads:T")
+        ->delimiter(',')
+        ->check(positive);
+    app.add_option("--fbngrad_bandwidth_mib", bandwidth_mib, "the size of each bandwidth-probe array (default 256)")
+        ->check(positive);
+    app.add_option("--fbngrad_shapes", shapes, "catalogue (ResNet-50 and mobile), sweep, or all (default)")
+        ->check(CLI::IsMember({"catalogue", "sweep", "all"}));
+    app.add_flag("--fbngrad_input_digest", digest, "print the inputs' digests for tf_bench.py's check and exit");
+    app.add_option("--fbngrad_task_report", g_task_report,
+                   "FILE: also time each fbngrad benchmark's tasks, one after the other (JSON for "
+                   "bench/task_model.py)");
+    app.add_option("--fbngrad_task_repeats", g_task_repeats,
+                   "the task report's calls per benchmark, each task's fastest kept (default 15)")
+        ->check(positive);
+    app.add_option("--fbngrad_task_thread", task_thread,
+                   "caller (default) or worker: the thread the task report's runner runs the tasks on")
+        ->check(CLI::IsMember({"caller", "worker"}));
+    app.add_option("--fbngrad_task_order", task_order,
+                   "index (default) or reverse: the order the task report's runner takes each loop's tasks in")
+        ->check(CLI::IsMember({"index", "reverse"}));
+    for (int i = 1; i < argc; ++i) {  // CLI11 takes `--flag=` as the flag not given
+        const std::string a = argv[i];
+        if (a.rfind("--fbngrad_", 0) == 0 && a.back() == '=') {
+            std::fprintf(stderr, "fbngrad_bench: %s wants a value\n", a.c_str());
+            return 1;
         }
-        if (i > 0 && std::strncmp(a, "--fbngrad_thread_counts=", 24) == 0) {
-            thread_counts = parse_counts(a + 24);
-            continue;
-        }
-        if (i > 0 && std::strncmp(a, "--fbngrad_bandwidth_mib=", 24) == 0) {
-            bandwidth_mib = positive_flag("--fbngrad_bandwidth_mib", a + 24);
-            continue;
-        }
-        if (i > 0 && std::strncmp(a, "--fbngrad_shapes=", 17) == 0) {
-            shapes = a + 17;
-            if (shapes != "all" && shapes != "catalogue" && shapes != "sweep") {
-                std::fprintf(stderr, "fbngrad_bench: --fbngrad_shapes wants catalogue, sweep or all, got '%s'\n",
-                             shapes.c_str());
-                return 1;
-            }
-            continue;
-        }
-        if (i > 0 && std::strncmp(a, "--fbngrad_task_report=", 22) == 0 && a[22]) {
-            g_task_report = a + 22;
-            continue;
-        }
-        if (i > 0 && std::strncmp(a, "--fbngrad_task_repeats=", 23) == 0) {
-            g_task_repeats = positive_flag("--fbngrad_task_repeats", a + 23);
-            continue;
-        }
-        if (i > 0 && std::strncmp(a, "--fbngrad_task_thread=", 22) == 0) {
-            set_tasks_on_worker(two_way_flag("--fbngrad_task_thread", a + 22, "caller", "worker"));
-            continue;
-        }
-        if (i > 0 && std::strncmp(a, "--fbngrad_task_order=", 21) == 0) {
-            set_task_order_reversed(two_way_flag("--fbngrad_task_order", a + 21, "index", "reverse"));
-            continue;
-        }
-        if (i > 0 && std::strcmp(a, "--fbngrad_input_digest") == 0) {
-            print_digests();
-            return 0;
-        }
-        if (std::strncmp(a, "--benchmark_filter", 18) == 0) has_filter = true;
-        if (std::strncmp(a, "--benchmark_list_tests", 22) == 0) listing = true;
-        args.push_back(argv[i]);
+    }
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError &e) {
+        std::fprintf(stderr, "fbngrad_bench: ");
+        return app.exit(e);
+    }
+    if (digest) {
+        print_digests();
+        return 0;
+    }
+    set_tasks_on_worker(task_thread == "worker");
+    set_task_order_reversed(task_order == "reverse");
+    g_own_help = app.help();
+
+    std::vector<std::string> rest = app.remaining();
+    std::vector<char *> args{argv[0]};
+    bool has_filter = false, listing = false;
+    for (std::string &a : rest) {
+        if (a.rfind("--benchmark_filter", 0) == 0) has_filter = true;
+        if (a.rfind("--benchmark_list_tests", 0) == 0 || a == "--help") listing = true;
+        args.push_back(a.data());
     }
     std::string default_filter = std::string("--benchmark_filter=") + kDefaultFilter;
     if (!has_filter && !listing) {
@@ -380,7 +367,7 @@ int main(int argc, char **argv) {
 
     int n = int(args.size());
     args.push_back(nullptr);
-    benchmark::Initialize(&n, args.data());
+    benchmark::Initialize(&n, args.data(), print_help);
     if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
 
     g_peers = all_peers();
