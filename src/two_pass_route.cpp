@@ -34,8 +34,17 @@ int run_two_passes(const TwoPassRoute &route, runtime::CallContext *call, int32_
                    halide_buffer_t *dy, halide_buffer_t *x, halide_buffer_t *scale, halide_buffer_t *mean,
                    halide_buffer_t *rs2, float epsilon, bool rs2_is_inverse_std, halide_buffer_t *x_backprop,
                    halide_buffer_t *scale_backprop, halide_buffer_t *offset_backprop, const char **failed) {
-    std::vector<float> sums(2 * size_t(C));
-    Tensor3 sum_dy(sums.data(), C), sum_dyxc(sums.data() + C, C);
+    // The sums between the passes: from the call's arena (call_arena.h) where
+    // it has room, as the kernels' own per-channel buffers, else the heap. The
+    // reduce writes every one of them.
+    const size_t bytes = 2 * size_t(C) * sizeof(float);
+    std::vector<float> heap;
+    float *sums = static_cast<float *>(call->scratch.allocate(bytes));
+    if (!sums) {
+        heap.resize(2 * size_t(C));
+        sums = heap.data();
+    }
+    Tensor3 sum_dy(sums, C), sum_dyxc(sums + C, C);
     *failed = route.reduce_name;
     if (int rc = route.reduce(call, dy, x, mean, &sum_dy.buf, &sum_dyxc.buf)) return rc;
     *failed = route.apply_name;
