@@ -46,6 +46,11 @@ the timing runner's own while the calling thread waited: the call's own work the
 caches of a caller among many cores (which streams a P-th of the tensors), not those of one
 core that streamed all of them; the header says which (docs/threads.md).
 
+With --ranges MORE... (reports of the same benchmarks, e.g. several runs of the same build), it
+prints instead each benchmark's lowest and highest modelled speed-up over REPORT and MORE, and
+for each report how many of its N = 32 ResNet-50 rows reach the many-core targets (12 at P = 16,
+40 at P = 64: the tables of docs/threads.md; with --markdown a figure below its target is bold).
+
 With --split K, the model's table as if each task were K tasks of 1/K its time (the rule's
 column then counts those): a what-if for a finer decomposition, before building it. It adds no
 cost for the extra tasks, their partial sums or the runner, so it bounds what the split could give.
@@ -113,6 +118,44 @@ def model(bench, cores, schedule="greedy"):
         t = serial + sum(loop_time(l, p) for l in loops)
         out[p] = call / t if t > 0 else math.inf
     return out
+
+
+# The many-core targets (docs/threads.md): the modelled speed-up every N = 32 ResNet-50 row should reach.
+TARGETS = {16: 12.0, 64: 40.0}
+# Those rows: the ResNet-50 shapes of fbngrad_bench.cpp's catalogue (kShapes), N,H,W,C.
+RESNET50 = {"32,112,112,64", "32,56,56,64", "32,56,56,256", "32,28,28,128", "32,28,28,512",
+            "32,14,14,256", "32,14,14,1024", "32,7,7,512", "32,7,7,2048"}
+
+
+def is_resnet50(name):
+    return short_name(name).split(" ")[-1] in RESNET50
+
+
+def range_rows(reports, cores, schedule="greedy"):
+    """[(name, {P: (lowest, highest)})] over the reports, in the first report's order."""
+    tables = [{r["name"]: r["speedup"] for r in rows(rep, cores, schedule)} for rep in reports]
+    out = []
+    for name in tables[0]:
+        if any(name not in t for t in tables[1:]):
+            raise ValueError(f"{short_name(name)} is not in every report")
+        out.append((name, {p: (min(t[name][p] for t in tables), max(t[name][p] for t in tables)) for p in cores}))
+    return out
+
+
+def meets_targets(report, cores, schedule="greedy"):
+    """(ResNet-50 rows that reach every target among `cores`, ResNet-50 rows) of one report."""
+    checked = [p for p in cores if p in TARGETS]
+    table = [r for r in rows(report, cores, schedule) if is_resnet50(r["name"])]
+    return sum(all(r["speedup"][p] >= TARGETS[p] for p in checked) for r in table), len(table)
+
+
+def format_ranges(ranges, cores, markdown):
+    def cell(p, x):
+        text = f"{x:.1f}"
+        return f"**{text}**" if markdown and p in TARGETS and x < TARGETS[p] else text
+    head = ["case"] + [f"P={p}" for p in cores]
+    body = [[short_name(n)] + [f"{cell(p, r[p][0])}–{cell(p, r[p][1])}" for p in cores] for n, r in ranges]
+    return format_rows(head, body, markdown)
 
 
 def split_tasks(report, k):
@@ -271,13 +314,16 @@ def main(argv=None):
                     help="the tasks' total time against a report of another build (see the module's doc)")
     ap.add_argument("--outside", action="store_true",
                     help="where each call's time outside its tasks falls (see the module's doc)")
+    ap.add_argument("--ranges", nargs="+", metavar="MORE",
+                    help="more reports of the same benchmarks: each row's lowest and highest speed-up over all "
+                         "(see the module's doc)")
     ap.add_argument("--split", type=int, default=1, metavar="K",
                     help="what-if: each task as K tasks of 1/K its time, no cost added (see the module's doc)")
     args = ap.parse_args(argv)
     if args.split < 1:
         ap.error(f"--split wants a positive integer, got {args.split}")
-    if sum(map(bool, (args.outside, args.reversed, args.against))) > 1:
-        ap.error("--outside, --reversed and --against are different tables: give one")
+    if sum(map(bool, (args.outside, args.reversed, args.against, args.ranges))) > 1:
+        ap.error("--outside, --reversed, --against and --ranges are different tables: give one")
     try:
         with open(args.report) as f:
             report = json.load(f)
@@ -290,6 +336,13 @@ def main(argv=None):
                 against = against_rows(report, json.load(f))
         table = rows(split_tasks(report, args.split) if args.split > 1 else report, args.cores, args.schedule)
         outside = outside_rows(report) if args.outside else None
+        if args.ranges:
+            more = []
+            for path in args.ranges:
+                with open(path) as f:
+                    more.append((path, json.load(f)))
+            ranges = range_rows([report] + [r for _, r in more], args.cores, args.schedule)
+            counts = [(p, meets_targets(r, args.cores, args.schedule)) for p, r in [(args.report, report)] + more]
     except KeyError as e:
         if args.outside and e.args == ("gap_us",):
             print(f"task_model.py: {args.report} has no gap_us (a report from before 2026-12-06): --outside "
@@ -298,7 +351,7 @@ def main(argv=None):
         print(f"task_model.py: cannot read {args.report}: {e}", file=sys.stderr)
         return 1
     except (OSError, ValueError, TypeError) as e:
-        other = args.reversed or args.against
+        other = args.reversed or args.against or (" or ".join(args.ranges) if args.ranges else None)
         print(f"task_model.py: cannot read {args.report}{' or ' + other if other else ''}: {e}", file=sys.stderr)
         return 1
     if not table:
@@ -331,6 +384,15 @@ def main(argv=None):
                  f"{before:.2f}", ", ".join(f"{g:.2f}" for g in between) or "-", f"{after:.2f}"]
                 for n, call, total, before, between, after in outside]
         print(format_rows(head, body, args.markdown))
+        return 0
+    if args.ranges:
+        print(f"Modelled speed-up on P cores, lowest and highest over {len(args.ranges) + 1} reports "
+              f"({args.schedule}; memory bandwidth ignored).")
+        print(format_ranges(ranges, args.cores, args.markdown))
+        targets = ", ".join(f"{TARGETS[p]:g} at P = {p}" for p in args.cores if p in TARGETS)
+        if targets:
+            print(f"ResNet-50 rows reaching {targets}: " +
+                  "; ".join(f"{path}: {k} of {n}" for path, (k, n) in counts) + ".")
         return 0
     how = {"greedy": "each task to the core free first", "waves": "tasks in waves of P"}[args.schedule]
     thread = report.get("task_thread", "caller")

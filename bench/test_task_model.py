@@ -247,6 +247,37 @@ class Cli(unittest.TestCase):
             self.assertEqual(code, 0)
             self.assertIn("Disturbed:", out)
             self.assertIn("on the 'elsewhere' thread", out)  # an unknown task_thread is named, not a KeyError
+    def test_ranges(self):
+        # Two reports of the same two benchmarks: the range of each, bold below the targets, and
+        # each report's count of rows that reach 12 at P = 16 and 40 at P = 64.
+        fast = dict(bench(16384 * 64, 64.0, [1.0] * 64),  # 64 equal tasks: 16 at P = 16, 64 at P = 64
+                    name="fbngrad/float32/NHWC/train/32,7,7,512/real_time")
+        slow = dict(fast, call_us=64.0 + 1.0)  # 1 us serial: 65 / (1 + 4) = 13, 65 / (1 + 1) = 32.5
+        other = dict(fast, name="fbngrad/float32/NCHW/train/1,1,1,1/real_time")  # not ResNet-50: not counted
+        with tempfile.TemporaryDirectory() as d:
+            a, b = os.path.join(d, "a.json"), os.path.join(d, "b.json")
+            with open(a, "w") as f:
+                json.dump({"benchmarks": [fast, other]}, f)
+            with open(b, "w") as f:
+                json.dump({"benchmarks": [slow, other]}, f)
+            code, out, _ = self.run_main(a, "--ranges", b, "--cores", "16,64", "--markdown")
+            self.assertEqual(code, 0)
+            self.assertIn("| float32 NHWC train 32,7,7,512 | 13.0–16.0 | **32.5**–64.0 |", out)
+            self.assertIn("| float32 NCHW train 1,1,1,1 | 16.0–16.0 | 64.0–64.0 |", out)
+            self.assertIn(f"ResNet-50 rows reaching 12 at P = 16, 40 at P = 64: {a}: 1 of 1; {b}: 0 of 1.", out)
+            # Without a target among --cores: no count line; a benchmark missing from one report: refused.
+            code, out, _ = self.run_main(a, "--ranges", b, "--cores", "4")
+            self.assertEqual(code, 0)
+            self.assertNotIn("Rows reaching", out)
+            with open(b, "w") as f:
+                json.dump({"benchmarks": [slow]}, f)
+            code, _, err = self.run_main(a, "--ranges", b)  # `other` is missing from b
+            self.assertEqual(code, 1)
+            self.assertIn("float32 NCHW train 1,1,1,1 is not in every report", err)
+            with self.assertRaises(SystemExit):
+                with contextlib.redirect_stderr(io.StringIO()):
+                    task_model.main([a, "--ranges", b, "--outside"])
+
 
 if __name__ == "__main__":
     unittest.main()
