@@ -45,9 +45,9 @@
 #include <CLI/CLI.hpp>
 
 #include <cmath>
-#include <limits>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <thread>
 

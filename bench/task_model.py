@@ -131,22 +131,22 @@ def is_resnet50(name):
     return short_name(name).split(" ")[-1] in RESNET50
 
 
-def range_rows(reports, cores, schedule="greedy"):
-    """[(name, {P: (lowest, highest)})] over the reports, in the first report's order."""
-    tables = [{r["name"]: r["speedup"] for r in rows(rep, cores, schedule)} for rep in reports]
+def range_rows(tables, cores):
+    """[(name, {P: (lowest, highest)})] over several reports' rows(), in the first one's order."""
+    speedups = [{r["name"]: r["speedup"] for r in t} for t in tables]
     out = []
-    for name in tables[0]:
-        if any(name not in t for t in tables[1:]):
+    for name in speedups[0]:
+        if any(name not in s for s in speedups[1:]):
             raise ValueError(f"{short_name(name)} is not in every report")
-        out.append((name, {p: (min(t[name][p] for t in tables), max(t[name][p] for t in tables)) for p in cores}))
+        out.append((name, {p: (min(s[name][p] for s in speedups), max(s[name][p] for s in speedups)) for p in cores}))
     return out
 
 
-def meets_targets(report, cores, schedule="greedy"):
-    """(ResNet-50 rows that reach every target among `cores`, ResNet-50 rows) of one report."""
+def meets_targets(table, cores):
+    """(ResNet-50 rows that reach every target among `cores`, ResNet-50 rows) of one report's rows()."""
     checked = [p for p in cores if p in TARGETS]
-    table = [r for r in rows(report, cores, schedule) if is_resnet50(r["name"])]
-    return sum(all(r["speedup"][p] >= TARGETS[p] for p in checked) for r in table), len(table)
+    resnet = [r for r in table if is_resnet50(r["name"])]
+    return sum(all(r["speedup"][p] >= TARGETS[p] for p in checked) for r in resnet), len(resnet)
 
 
 def format_ranges(ranges, cores, markdown):
@@ -341,8 +341,10 @@ def main(argv=None):
             for path in args.ranges:
                 with open(path) as f:
                     more.append((path, json.load(f)))
-            ranges = range_rows([report] + [r for _, r in more], args.cores, args.schedule)
-            counts = [(p, meets_targets(r, args.cores, args.schedule)) for p, r in [(args.report, report)] + more]
+            first = table if args.split == 1 else rows(report, args.cores, args.schedule)  # ranges take no --split
+            tables = [first] + [rows(r, args.cores, args.schedule) for _, r in more]
+            ranges = range_rows(tables, args.cores)
+            counts = [(p, meets_targets(t, args.cores)) for p, t in zip([args.report] + [p for p, _ in more], tables)]
     except KeyError as e:
         if args.outside and e.args == ("gap_us",):
             print(f"task_model.py: {args.report} has no gap_us (a report from before 2026-12-06): --outside "
