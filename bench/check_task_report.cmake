@@ -56,6 +56,18 @@ foreach (b RANGE ${last})
         endif ()
     endforeach ()
 endforeach ()
+# round_trip_ns: a cache line from the calling thread to the timing runner's
+# worker and back, taken before each benchmark's calls: a time, above zero, and
+# task_model.py prints the median under the table.
+foreach (b RANGE ${last})
+    string(JSON trip ERROR_VARIABLE json_err GET "${report}" benchmarks ${b} round_trip_ns)
+    if (json_err OR NOT trip MATCHES "^[0-9]+(\\.[0-9]+)?$" OR trip EQUAL 0)
+        message(FATAL_ERROR "benchmark ${b}: round_trip_ns missing or not a time above 0: '${trip}' ${json_err}")
+    endif ()
+endforeach ()
+if (NOT model_out MATCHES "Round trip of a cache line from the calling thread to the worker and back: [0-9]+ ns")
+    message(FATAL_ERROR "task_model.py said nothing of the round trip")
+endif ()
 execute_process(COMMAND ${PYTHON} ${MODEL} ${OUT} --outside OUTPUT_VARIABLE outside_out ERROR_VARIABLE outside_err
                 RESULT_VARIABLE rc)
 message(STATUS "${outside_out}${outside_err}")
@@ -123,6 +135,10 @@ if (NOT thread STREQUAL "caller")
     message(FATAL_ERROR "by default: want the tasks on the caller; got '${thread}'")
 endif ()
 check_second_report(--fbngrad_task_thread=worker task_thread worker)
+string(JSON trip ERROR_VARIABLE json_err GET "${other}" benchmarks 0 round_trip_ns)
+if (json_err OR NOT trip MATCHES "^[0-9]+(\\.[0-9]+)?$" OR trip EQUAL 0)
+    message(FATAL_ERROR "the worker's report: round_trip_ns missing or not a time above 0: '${trip}' ${json_err}")
+endif ()
 
 # fbngrad_bench's own flags (CLI11): a bad value is one line on stderr that names
 # the flag, and exit status non-zero, before any benchmark runs.

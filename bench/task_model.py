@@ -49,7 +49,14 @@ core that streamed all of them; the header says which (docs/threads.md).
 With --ranges MORE... (reports of the same benchmarks, e.g. several runs of the same build), it
 prints instead each benchmark's lowest and highest modelled speed-up over REPORT and MORE, and
 for each report how many of its N = 32 ResNet-50 rows reach the many-core targets (12 at P = 16,
-40 at P = 64: the tables of docs/threads.md; with --markdown a figure below its target is bold).
+40 at P = 64: the tables of docs/threads.md; with --markdown a figure below its target is bold),
+with the report's median round trip where it has one.
+
+Reports since 2026-12-07 carry, per benchmark, the round trip of a cache line from the calling
+thread to the timing runner's worker and back (round_trip_ns, taken before the benchmark's
+calls): a loop's hand-over and its first task's reads of what the calling thread wrote cost a
+few such trips, so the figures of the small shapes follow it. The table prints its median and
+range below; --outside prints it per row.
 
 With --split K, the model's table as if each task were K tasks of 1/K its time (the rule's
 column then counts those): a what-if for a finer decomposition, before building it. It adds no
@@ -190,13 +197,14 @@ def rows(report, cores, schedule="greedy"):
 
 
 def outside_rows(report):
-    """(name, call_us, outside_us, before, [between...], after) per benchmark, from gap_us."""
+    """(name, call_us, outside_us, before, [between...], after, round trip ns or None) per benchmark,
+    from gap_us."""
     out = []
     for b in report["benchmarks"]:
         gaps = b["gap_us"]
         if len(gaps) != len(b["loops"]) + 1:
             raise ValueError(f"{b['name']}: gap_us has {len(gaps)} values for {len(b['loops'])} loops")
-        out.append((b["name"], b["call_us"], sum(gaps), gaps[0], gaps[1:-1], gaps[-1]))
+        out.append((b["name"], b["call_us"], sum(gaps), gaps[0], gaps[1:-1], gaps[-1], b.get("round_trip_ns")))
     return out
 
 
@@ -265,6 +273,23 @@ def disturbance(report):
         return (f"Disturbed: the VM's steal time was {steal:.0f} ms of {wall / 1000:.0f} s: the host ran something "
                 "else on these cores; take the figures again.")
     return f"Steal time {steal:.0f} ms of {wall / 1000:.0f} s."
+
+
+def round_trip(report):
+    """The median, lowest and highest round_trip_ns over the report's benchmarks (reports since
+    2026-12-07 carry one a benchmark), or None."""
+    trips = [b["round_trip_ns"] for b in report["benchmarks"] if "round_trip_ns" in b]
+    return (statistics.median(trips), min(trips), max(trips)) if trips else None
+
+
+def round_trip_line(report):
+    """One line on the round trip between the calling thread and the timing runner's worker, or None."""
+    trip = round_trip(report)
+    if trip is None:
+        return None
+    median, low, high = trip
+    return (f"Round trip of a cache line from the calling thread to the worker and back: {median:.0f} ns "
+            f"(median; {low:.0f}-{high:.0f} over the benchmarks).")
 
 
 def short_name(name):
@@ -344,7 +369,8 @@ def main(argv=None):
             first = table if args.split == 1 else rows(report, args.cores, args.schedule)  # ranges take no --split
             tables = [first] + [rows(r, args.cores, args.schedule) for _, r in more]
             ranges = range_rows(tables, args.cores)
-            counts = [(p, meets_targets(t, args.cores)) for p, t in zip([args.report] + [p for p, _ in more], tables)]
+            counts = [(p, meets_targets(t, args.cores), round_trip(r))
+                      for (p, r), t in zip([(args.report, report)] + more, tables)]
     except KeyError as e:
         if args.outside and e.args == ("gap_us",):
             print(f"task_model.py: {args.report} has no gap_us (a report from before 2026-12-06): --outside "
@@ -381,10 +407,12 @@ def main(argv=None):
         return 0
     if args.outside:
         print("Time outside the tasks on the timing runner (us): before the first loop, between loops, after the last.")
-        head = ["case", "call", "outside", "share", "before", "between", "after"]
+        trips = any(trip is not None for *_, trip in outside)
+        head = ["case", "call", "outside", "share", "before", "between", "after"] + (["round trip ns"] if trips else [])
         body = [[short_name(n), f"{call:.1f}", f"{total:.2f}", f"{100 * total / call if call > 0 else 0:.1f} %",
-                 f"{before:.2f}", ", ".join(f"{g:.2f}" for g in between) or "-", f"{after:.2f}"]
-                for n, call, total, before, between, after in outside]
+                 f"{before:.2f}", ", ".join(f"{g:.2f}" for g in between) or "-", f"{after:.2f}"] +
+                ([f"{trip:.0f}" if trip is not None else "-"] if trips else [])
+                for n, call, total, before, between, after, trip in outside]
         print(format_rows(head, body, args.markdown))
         return 0
     if args.ranges:
@@ -393,8 +421,9 @@ def main(argv=None):
         print(format_ranges(ranges, args.cores, args.markdown))
         targets = ", ".join(f"{TARGETS[p]:g} at P = {p}" for p in args.cores if p in TARGETS)
         if targets:
+            trip = lambda t: f" (round trip {t[0]:.0f} ns)" if t else ""  # noqa: E731
             print(f"ResNet-50 rows reaching {targets}: " +
-                  "; ".join(f"{path}: {k} of {n}" for path, (k, n) in counts) + ".")
+                  "; ".join(f"{path}: {k} of {n}{trip(t)}" for path, (k, n), t in counts) + ".")
         return 0
     how = {"greedy": "each task to the core free first", "waves": "tasks in waves of P"}[args.schedule]
     thread = report.get("task_thread", "caller")
@@ -404,9 +433,9 @@ def main(argv=None):
     print(f"Modelled speed-up on P cores from serially timed tasks, {where} "
           f"({how}; memory bandwidth ignored{split}).")
     print(format_table(table, args.cores, args.markdown))
-    note = disturbance(report)
-    if note:
-        print(note)
+    for note in (disturbance(report), round_trip_line(report)):
+        if note:
+            print(note)
     return 0
 
 

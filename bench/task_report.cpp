@@ -79,7 +79,7 @@ struct Timer {
         if (timer.used == timer.loops.size()) timer.loops.emplace_back();
         auto &loop = timer.loops[timer.used++];
         loop.assign(size_t(count), 0.0);
-        const int rc = timer.worker ? timer.worker->run(loop, count, task, task_ctx)
+        const int rc = timer.worker ? timer.worker->run(&loop, count, task, task_ctx)
                                     : run_tasks(loop, count, task, task_ctx);
         timer.edges.push_back(us_since(timer.call_start));
         return rc;
@@ -95,9 +95,11 @@ struct Timer {
         std::atomic<bool> stop{false};
         std::vector<double> *loop = nullptr;
         int32_t count = 0;
-        fbngrad_task_fn task = nullptr;
+        fbngrad_task_fn task = nullptr;  // null: a job of `count` ping-pong exchanges (round_trip_ns)
         void *task_ctx = nullptr;
         int rc = 0;
+        alignas(64) std::atomic<int64_t> ball{0};  // round_trip_ns's, on a cache line of its own
+        char pad[64 - sizeof(std::atomic<int64_t>)];
         std::thread thread{[this] {
             uint64_t seen = 0;
             for (;;) {
@@ -107,16 +109,47 @@ struct Timer {
                     cpu_relax();
                 }
                 seen = now;
-                rc = run_tasks(*loop, count, task, task_ctx);
+                if (task) {
+                    rc = run_tasks(*loop, count, task, task_ctx);
+                } else {
+                    for (int64_t i = 0; i < count; ++i) {
+                        while (ball.load(std::memory_order_acquire) != 2 * i + 1) cpu_relax();
+                        ball.store(2 * i + 2, std::memory_order_release);
+                    }
+                    rc = 0;
+                }
                 done.store(now, std::memory_order_release);
             }
         }};
-        int run(std::vector<double> &l, int32_t n, fbngrad_task_fn t, void *ctx) {
-            loop = &l, count = n, task = t, task_ctx = ctx;
+        int run(std::vector<double> *l, int32_t n, fbngrad_task_fn t, void *ctx) {
+            loop = l, count = n, task = t, task_ctx = ctx;
             const uint64_t job = posted.load(std::memory_order_relaxed) + 1;
             posted.store(job, std::memory_order_release);
+            if (!t) serve(n);
             while (done.load(std::memory_order_acquire) != job) cpu_relax();
             return rc;
+        }
+        // The calling thread's side of a ping-pong job: it serves, the worker returns.
+        void serve(int32_t n) {
+            for (int64_t i = 0; i < n; ++i) {
+                ball.store(2 * i + 1, std::memory_order_release);
+                while (ball.load(std::memory_order_acquire) != 2 * i + 2) cpu_relax();
+            }
+        }
+        // One cache line from the calling thread to this worker and back, in ns:
+        // the median of 9 rounds of 100 exchanges. What each loop's hand-over
+        // and its first task's reads of what the calling thread wrote cost
+        // grows with it (docs/threads.md: the VM's vCPUs near or far apart).
+        double round_trip_ns() {
+            std::vector<double> rounds;
+            for (int r = 0; r < 9; ++r) {
+                ball.store(0, std::memory_order_relaxed);
+                const Clock::time_point t0 = Clock::now();
+                run(nullptr, 100, nullptr, nullptr);
+                rounds.push_back(us_since(t0) * 1000.0 / 100);
+            }
+            std::nth_element(rounds.begin(), rounds.begin() + 4, rounds.end());
+            return rounds[4];
         }
         ~Worker() {
             stop.store(true);
@@ -162,6 +195,10 @@ bool profile_tasks(const std::function<bool()> &call, int repeats, TaskProfile *
     // left 0.3-1.7 us of it in NHWC 32,7,7,512's serial time).
     *out = TaskProfile{};
     Timer timer(g_on_worker);
+    // On the calling thread the tasks need no worker, but the round trip is
+    // taken all the same, with one made for it: the same figure in both kinds
+    // of report.
+    out->round_trip_ns = timer.worker ? timer.worker->round_trip_ns() : Timer::Worker().round_trip_ns();
     if (g_steal_at_start < 0) {
         g_steal_at_start = steal_ms();
         g_first_profile = Clock::now();
@@ -215,6 +252,7 @@ void add_to_task_report(const std::string &benchmark, int64_t elements, const Ta
                         {"elements", elements},
                         {"call_us", p.call_us},
                         {"gap_us", p.gap_us},
+                        {"round_trip_ns", p.round_trip_ns},
                         {"loops", loops}});
 }
 
@@ -223,7 +261,9 @@ bool write_task_report(const std::string &path, const std::string &cpu, int repe
         {"about", "fbngrad_bench --fbngrad_task_report: each call's parallel loops on a serial timing runner "
                   "(each task's fastest of `repeats` calls; gap_us, the call's own time before, between and after "
                   "its loops, each the fastest; call_us = the sum of both; steal_ms: the VM's steal time over "
-                  "the report's wall_ms, -1 where unknown); bench/task_model.py models the speed-up on P cores"},
+                  "the report's wall_ms, -1 where unknown; round_trip_ns: a cache line from the calling thread to the "
+                  "timing runner's worker and back, taken before each benchmark's calls); bench/task_model.py "
+                  "models the speed-up on P cores"},
         {"fbngrad_version", fbngrad_version()},
         {"cpu", cpu},
         {"repeats", repeats},

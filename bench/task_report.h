@@ -20,6 +20,10 @@ struct TaskProfile {
     // The time outside the loops where it falls (each the fastest of the
     // calls): before the first loop, between each two, after the last.
     std::vector<double> gap_us;
+    // A cache line from the calling thread to the timing runner's worker and
+    // back (ns), taken before the calls: what hand-overs cost on the cores the
+    // host gave the two threads, which a report's figures depend on.
+    double round_trip_ns = 0;
     int32_t min_tasks() const;                 // the fewest tasks of any loop (0: no loop)
     double longest_task_share() const;         // the longest task / call_us
 };

@@ -247,6 +247,42 @@ class Cli(unittest.TestCase):
             self.assertEqual(code, 0)
             self.assertIn("Disturbed:", out)
             self.assertIn("on the 'elsewhere' thread", out)  # an unknown task_thread is named, not a KeyError
+    def test_round_trip(self):
+        # Older reports carry no round_trip_ns: no line, no column. Newer: the median and range under the
+        # table, a column in --outside ("-" for a benchmark without one), and each report's median in --ranges.
+        a = dict(bench(16384 * 4, 4.0, [1.0] * 4), gap_us=[0.0, 0.0], round_trip_ns=50.0)
+        b = dict(a, name="fbngrad/float32/NCHW/train/1,1,1,1/real_time", round_trip_ns=250.0)
+        c = dict(a, name="fbngrad/float32/NCHW/infer/1,1,1,1/real_time", round_trip_ns=90.0)
+        self.assertIsNone(task_model.round_trip_line({"benchmarks": [bench(16384 * 4, 4.0, [1.0] * 4)]}))
+        self.assertEqual(task_model.round_trip({"benchmarks": [a, b, c]}), (90.0, 50.0, 250.0))
+        self.assertEqual(task_model.round_trip_line({"benchmarks": [a, b, c]}),
+                         "Round trip of a cache line from the calling thread to the worker and back: 90 ns "
+                         "(median; 50-250 over the benchmarks).")
+        with tempfile.TemporaryDirectory() as d:
+            path, old = os.path.join(d, "new.json"), os.path.join(d, "old.json")
+            with open(path, "w") as f:
+                json.dump({"benchmarks": [a, b, c]}, f)
+            no_trip = {k: v for k, v in c.items() if k != "round_trip_ns"}
+            with open(old, "w") as f:
+                json.dump({"benchmarks": [dict(no_trip, name=a["name"]), dict(no_trip, name=b["name"]), no_trip]}, f)
+            code, out, _ = self.run_main(path, "--cores", "4")
+            self.assertEqual(code, 0)
+            self.assertIn("back: 90 ns (median; 50-250", out)
+            code, out, _ = self.run_main(old, "--cores", "4")
+            self.assertEqual(code, 0)
+            self.assertNotIn("Round trip", out)
+            code, out, _ = self.run_main(path, "--outside", "--markdown")
+            self.assertEqual(code, 0)
+            self.assertIn("| after | round trip ns |", out)
+            self.assertIn("| float32 NCHW train 1,1,1,1 | 4.0 | 0.00 | 0.0 % | 0.00 | - | 0.00 | 250 |", out)
+            with open(old, "w") as f:
+                json.dump({"benchmarks": [dict(no_trip, name=a["name"]), b]}, f)
+            code, out, _ = self.run_main(old, "--outside", "--markdown")
+            self.assertIn("| float32 NHWC train 1,1,1,1 | 4.0 | 0.00 | 0.0 % | 0.00 | - | 0.00 | - |", out)
+            code, out, _ = self.run_main(path, "--ranges", path, "--cores", "16")
+            self.assertEqual(code, 0)
+            self.assertIn(f"{path}: 0 of 0 (round trip 90 ns); {path}: 0 of 0 (round trip 90 ns).", out)
+
     def test_ranges(self):
         # Two reports of the same two benchmarks: the range of each, bold below the targets, and
         # each report's count of rows that reach 12 at P = 16 and 40 at P = 64.
