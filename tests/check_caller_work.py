@@ -29,19 +29,21 @@ INTM_RE = re.compile(r"\bproduce ([\w$.]+_intm) \{")
 
 
 def caller_realizes(stmt_text, name):
-    """The rfactor intermediates the pipeline `name` realizes on the calling thread."""
-    found, in_main = [], False
+    """The rfactor intermediates the pipeline `name` realizes on the calling thread, or None where
+    the text has no function `name` (one pass over the text)."""
+    found, in_main, seen = [], False, False
     for line in stmt_text.splitlines():
         m = MAIN_RE.match(line)
         if m:
             in_main = m.group(2) == name
+            seen |= in_main
             continue
         if LOOP_BODY_RE.match(line):
             in_main = False
             continue
         if in_main:
             found += INTM_RE.findall(line)
-    return found
+    return found if seen else None
 
 
 def check_variant(row, stmt_dir):
@@ -50,15 +52,20 @@ def check_variant(row, stmt_dir):
     if not os.path.exists(path):
         return [f"{path}: missing (is the build complete? add_halide_library STMT writes it)"]
     with open(path) as f:
-        text = f.read()
-    mains = [m.group(2) for m in map(MAIN_RE.match, text.splitlines()) if m]
-    if name not in mains:
-        return [f"{path}: no `func {name} (` (the pipeline's own function)"]
+        problems = check_text(f.read(), name, path)
+    if not problems:
+        print(f"ok   {name}")
+    return problems
+
+
+def check_text(text, name, path):
+    """The problems of the .stmt text `text` (read from `path`) for the pipeline `name`."""
     bad = caller_realizes(text, name)
+    if bad is None:
+        return [f"{path}: no `func {name} (` (the pipeline's own function)"]
     if bad:
         return [f"the calling thread realizes {', '.join(sorted(set(bad)))}: the sums' blocks are zeroed "
                 "and summed outside the tasks (a serial pass before the parallel loops)"]
-    print(f"ok   {name}")
     return []
 
 
@@ -76,8 +83,11 @@ def self_test():
     if caller_realizes(bad, "k") != ["partial_intm"]:
         print("self-test: the caller's `produce partial_intm {` was not found")
         failures += 1
-    if caller_realizes(bad, "other"):
+    if caller_realizes(bad, "other") is not None:
         print("self-test: another pipeline's function was read as this one's")
+        failures += 1
+    if check_text(good, "k", "k.stmt") or not check_text(good, "other", "k.stmt"):
+        print("self-test: a missing pipeline function was not reported, or a good one was")
         failures += 1
     print("self-test " + ("failed" if failures else "passed"))
     return 1 if failures else 0
