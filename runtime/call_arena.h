@@ -7,16 +7,16 @@
 // parallel tasks, which is what caps its speed-up on many cores
 // (docs/threads.md). Taken from a block the call owns they cost an atomic add,
 // and a free is nothing: the whole block is the next call's again. Only the
-// call's own allocations, outside its parallel loops (set_in_loop). In
-// AddressSanitizer builds what the call has not been given is poisoned
-// (asan_poison.h), and a buffer's bytes past its 8 spare ones.
+// call's own allocations, outside its parallel loops (set_in_loop). What the
+// call has not been given is unaddressable to AddressSanitizer and valgrind
+// (memory_poison.h), and so are a buffer's bytes past its 8 spare ones.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 
-#include "asan_poison.h"
+#include "memory_poison.h"
 #include "scratch_alignment.h"
 
 namespace fbngrad::runtime {
@@ -30,11 +30,11 @@ public:
     // Lends [base, base + bytes) to one call; base kAlignment-aligned. No block: allocates nothing.
     void lend(uint8_t *base, size_t bytes) {
         // The last call's block back to its owner, readable; this one's unaddressable until given out.
-        asan_poison(base_.load(std::memory_order_relaxed), bytes_.load(std::memory_order_relaxed), false);
+        poison_memory(base_.load(std::memory_order_relaxed), bytes_.load(std::memory_order_relaxed), false);
         base_.store(base, std::memory_order_relaxed);
         bytes_.store(base ? bytes / kAlignment * kAlignment : 0, std::memory_order_relaxed);
         next_.store(0, std::memory_order_relaxed);
-        asan_poison(base, bytes_.load(std::memory_order_relaxed), true);
+        poison_memory(base, bytes_.load(std::memory_order_relaxed), true);
     }
 
     // Safe from any thread of the call; nullptr where the block is spent or
@@ -52,8 +52,8 @@ public:
         uint8_t *ptr = base_.load(std::memory_order_relaxed) + at;
         // The buffer and the 8 bytes after it (the 8 before are the gap after
         // the buffer before, or the owner's spare bytes before the block).
-        asan_poison(ptr, bytes + 8, false);
-        if (at >= 8) asan_poison(ptr - 8, 8, false);
+        poison_memory(ptr, bytes + 8, false);
+        if (at >= 8) poison_memory(ptr - 8, 8, false);
         return ptr;
     }
 

@@ -12,7 +12,8 @@
 // `min_bytes` is kept and handed to the next request of its size class
 // (powers of two), bounded in count and bytes; the least recently freed go
 // back to the system first. Smaller blocks go straight to malloc and free,
-// whose per-thread caches serve them without system calls.
+// whose per-thread caches serve them without system calls. A kept block is
+// unaddressable until handed out again (memory_poison.h), as freed memory is.
 //
 // Header-only so that tests/test_scratch_cache.cpp can test it with limits of
 // its own; runtime/scratch_memory.cpp holds the one instance the kernels use.
@@ -25,6 +26,7 @@
 #include <mutex>
 #include <vector>
 
+#include "memory_poison.h"
 #include "scratch_alignment.h"
 
 namespace fbngrad::runtime {
@@ -46,7 +48,7 @@ public:
     ScratchCache(const ScratchCache &) = delete;
     ScratchCache &operator=(const ScratchCache &) = delete;
     ~ScratchCache() {
-        for (const Kept &k : kept_) std::free(header(k.ptr)->raw);
+        for (const Kept &k : kept_) free_kept(k);
     }
 
     // kAlignment-aligned, at least `bytes` long; nullptr when the system has no memory.
@@ -54,12 +56,19 @@ public:
         const size_t capacity = capacity_for(bytes);
         if (capacity == 0) return nullptr;
         if (cacheable(capacity)) {
-            std::lock_guard<std::mutex> lock(mutex_);
-            for (size_t i = kept_.size(); i-- > 0;) {
-                if (kept_[i].capacity != capacity) continue;
-                void *ptr = kept_[i].ptr;
-                kept_bytes_ -= capacity;
-                kept_.erase(kept_.begin() + std::ptrdiff_t(i));
+            void *ptr = nullptr;
+            {
+                std::lock_guard<std::mutex> lock(mutex_);
+                for (size_t i = kept_.size(); i-- > 0;) {
+                    if (kept_[i].capacity != capacity) continue;
+                    ptr = kept_[i].ptr;
+                    kept_bytes_ -= capacity;
+                    kept_.erase(kept_.begin() + std::ptrdiff_t(i));
+                    break;
+                }
+            }
+            if (ptr) {
+                poison_memory(static_cast<uint8_t *>(ptr), capacity, false);  // new memory again, as malloc's
                 return ptr;
             }
         }
@@ -82,7 +91,9 @@ public:
             std::free(header(ptr)->raw);
             return;
         }
-        std::vector<void *> evicted;
+        // Kept, it is as free as malloc's freed memory: a use after this free is reported.
+        poison_memory(static_cast<uint8_t *>(ptr), capacity, true);
+        std::vector<Kept> evicted;
         {
             std::lock_guard<std::mutex> lock(mutex_);
             kept_.push_back(Kept{ptr, capacity});
@@ -91,12 +102,12 @@ public:
             while (drop < kept_.size() &&
                    (kept_bytes_ > limits_.max_bytes || kept_.size() - drop > limits_.max_blocks)) {
                 kept_bytes_ -= kept_[drop].capacity;
-                evicted.push_back(header(kept_[drop].ptr)->raw);
+                evicted.push_back(kept_[drop]);
                 ++drop;
             }
             kept_.erase(kept_.begin(), kept_.begin() + std::ptrdiff_t(drop));
         }
-        for (void *raw : evicted) std::free(raw);  // outside the lock
+        for (const Kept &k : evicted) free_kept(k);  // outside the lock
     }
 
     // Gives every kept block back to the system; the bytes they held. Blocks
@@ -104,7 +115,7 @@ public:
     // Allocates nothing (clear() keeps the list's capacity).
     size_t release_kept() {
         std::lock_guard<std::mutex> lock(mutex_);
-        for (const Kept &k : kept_) std::free(header(k.ptr)->raw);
+        for (const Kept &k : kept_) free_kept(k);
         kept_.clear();
         const size_t bytes = kept_bytes_;
         kept_bytes_ = 0;
@@ -142,6 +153,11 @@ private:
         size_t capacity;
     };
     static Header *header(void *ptr) { return static_cast<Header *>(ptr) - 1; }
+    // Back to malloc, addressable again as malloc handed it out.
+    static void free_kept(const Kept &k) {
+        poison_memory(static_cast<uint8_t *>(k.ptr), k.capacity, false);
+        std::free(header(k.ptr)->raw);
+    }
     bool cacheable(size_t capacity) const {
         return capacity >= limits_.min_bytes && capacity <= limits_.max_block_bytes && limits_.max_blocks > 0;
     }

@@ -13,9 +13,10 @@
 // The block is the thread's own (scratch_memory.cpp): no atomics, no sharing,
 // and the next task on the thread finds the same bytes in its cache.
 //
-// In AddressSanitizer builds the bytes no buffer holds are poisoned, as
-// malloc's would be: a kernel's access past a buffer's 8 spare bytes, or to
-// a freed one, is reported as it was when the buffers came from malloc.
+// The bytes no buffer holds are unaddressable to AddressSanitizer and
+// valgrind (memory_poison.h), as malloc's would be: a kernel's access past a
+// buffer's 8 spare bytes, or to a freed one, is reported as it was when the
+// buffers came from malloc.
 //
 // Header-only so that tests/test_task_stack.cpp can test it on blocks of its own.
 #pragma once
@@ -23,7 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "asan_poison.h"
+#include "memory_poison.h"
 #include "scratch_alignment.h"
 
 namespace fbngrad::runtime {
@@ -91,7 +92,7 @@ private:
     };
     static_assert(sizeof(Header) <= kAlignment, "a header fits the slot before its buffer");
     static Header *header(uint8_t *ptr) { return reinterpret_cast<Header *>(ptr) - 1; }
-    static void poison(uint8_t *p, size_t bytes, bool poisoned) { asan_poison(p, bytes, poisoned); }
+    static void poison(uint8_t *p, size_t bytes, bool poisoned) { poison_memory(p, bytes, poisoned); }
 
     uint8_t *base_ = nullptr;
     size_t end_ = 0;  // the usable bytes

@@ -12,10 +12,11 @@
 #include <vector>
 
 #include "fbngrad/fbngrad.hpp"
+#include "aligned_block.h"
 #include "call_arena.h"
 #include "problem.h"
 #include "scratch_cache.h"
-#include "asan_poison.h"
+#include "memory_poison.h"
 #include "scratch_memory.h"
 
 using fbngrad::runtime::CallArena;
@@ -75,6 +76,27 @@ TEST(ScratchCache, AFreedBlockServesTheNextRequestOfItsClass) {
     void *again = cache.allocate(128 * KiB);
     EXPECT_EQ(again, d);
     cache.release(again);
+}
+
+// Under AddressSanitizer (tools/ci/40-reliability.sh): a kept block is
+// poisoned until it is handed out again, and addressable once given back to
+// malloc; under valgrind tests/valgrind/poison_probe.cpp checks the same.
+TEST(ScratchCache, KeptBlocksAreUnaddressableUnderAddressSanitizer) {
+#ifndef FBNGRAD_ASAN  // memory_poison.h
+    GTEST_SKIP() << "not an AddressSanitizer build";
+#else
+    ScratchCache cache(limits(64 * KiB, 1 * MiB, 4 * MiB, 4));
+    auto *a = static_cast<uint8_t *>(cache.allocate(100 * KiB));
+    EXPECT_FALSE(__asan_region_is_poisoned(a, 128 * KiB));
+    cache.release(a);
+    EXPECT_TRUE(__asan_address_is_poisoned(a));
+    EXPECT_TRUE(__asan_address_is_poisoned(a + 128 * KiB - 1));
+    auto *b = static_cast<uint8_t *>(cache.allocate(70 * KiB));
+    ASSERT_EQ(b, a);
+    EXPECT_FALSE(__asan_region_is_poisoned(b, 128 * KiB));
+    cache.release(b);
+    EXPECT_EQ(cache.release_kept(), 128 * KiB);  // freed unpoisoned: ASan's free then marks it freed
+#endif
 }
 
 TEST(ScratchCache, KeepsNoBlockBelowOrAboveItsBounds) {
@@ -176,14 +198,7 @@ TEST(ScratchCache, ManyThreadsNeverShareABlock) {
 // fbngrad_release_scratch gives them back, once.
 // runtime/call_arena.h: a call's small scratch, bumped off a block it borrows.
 // The test's block has kAlignment spare bytes around it, as the thread's has.
-struct ArenaBlock {
-    std::vector<uint8_t> raw;
-    uint8_t *base;
-    explicit ArenaBlock(size_t bytes) : raw(bytes + 3 * CallArena::kAlignment, 0) {
-        const uintptr_t first = reinterpret_cast<uintptr_t>(raw.data()) + CallArena::kAlignment;
-        base = reinterpret_cast<uint8_t *>((first + CallArena::kAlignment - 1) & ~uintptr_t(CallArena::kAlignment - 1));
-    }
-};
+using ArenaBlock = AlignedBlock;  // aligned_block.h
 
 TEST(CallArena, AlignedDisjointAndOwnedUntilSpent) {
     const size_t block = 4 * KiB;
@@ -236,7 +251,7 @@ TEST(CallArena, AlignedDisjointAndOwnedUntilSpent) {
 // Under AddressSanitizer (tools/ci/40-reliability.sh): what the call has not
 // been given is poisoned, so a kernel's stray access is reported as with malloc.
 TEST(CallArena, PoisonsWhatTheCallHasNotBeenGivenUnderAddressSanitizer) {
-#ifndef FBNGRAD_ASAN  // asan_poison.h
+#ifndef FBNGRAD_ASAN  // memory_poison.h
     GTEST_SKIP() << "not an AddressSanitizer build";
 #else
     ArenaBlock b(4 * KiB);

@@ -15,7 +15,8 @@
 
 #include "fbngrad/fbngrad.hpp"
 #include "problem.h"
-#include "asan_poison.h"
+#include "aligned_block.h"
+#include "memory_poison.h"
 #include "scratch_memory.h"
 #include "task_stack.h"
 
@@ -25,15 +26,7 @@ namespace {
 
 constexpr size_t A = TaskStack::kAlignment;
 
-// A block as scratch_memory.cpp makes one: aligned, with spare bytes before it.
-struct Block {
-    std::vector<uint8_t> raw;
-    uint8_t *base;
-    explicit Block(size_t bytes) : raw(bytes + 2 * A, 0) {
-        const uintptr_t first = reinterpret_cast<uintptr_t>(raw.data()) + A;
-        base = reinterpret_cast<uint8_t *>((first + A - 1) & ~uintptr_t(A - 1));
-    }
-};
+using Block = AlignedBlock;  // aligned_block.h
 
 TEST(TaskStack, AlignedWithReadableBytesAroundEverySize) {
     Block b(4096);
@@ -141,7 +134,7 @@ TEST(TaskStack, RandomOrderNeverOverlapsAndEndsEmpty) {
 // Under AddressSanitizer (tools/ci/40-reliability.sh): what no buffer holds is
 // poisoned, so a kernel's stray access is reported as with malloc.
 TEST(TaskStack, PoisonsWhatNoBufferHoldsUnderAddressSanitizer) {
-#ifndef FBNGRAD_ASAN  // asan_poison.h
+#ifndef FBNGRAD_ASAN  // memory_poison.h
     GTEST_SKIP() << "not an AddressSanitizer build";
 #else
     Block b(4096);
