@@ -41,19 +41,15 @@
 namespace fbngrad::runtime {
 
 #ifdef FBNGRAD_MEMCHECK
-// Whether the process runs under valgrind: asked once, as each request
-// executes a few instructions of its own even outside valgrind.
-inline bool running_on_valgrind() {
-    static const bool on = RUNNING_ON_VALGRIND != 0;
-    return on;
-}
+// Whether the process runs under valgrind (memory_poison.cpp): asked once,
+// by a static initializer, as each request executes a few instructions of its
+// own even outside valgrind; a plain flag, not a function's static, whose
+// guard cost the NHWC prologue's dozen marks 10-20 ns. Marks made before
+// that initializer ran are skipped: memcheck then sees that memory as malloc
+// handed it out, as without the marks.
+extern bool g_running_on_valgrind;
 
-[[gnu::noinline]] inline void memcheck_mark(const uint8_t *p, size_t bytes, bool poisoned) {
-    if (poisoned)
-        (void)VALGRIND_MAKE_MEM_NOACCESS(p, bytes);
-    else
-        (void)VALGRIND_MAKE_MEM_UNDEFINED(p, bytes);
-}
+void memcheck_mark(const uint8_t *p, size_t bytes, bool poisoned);
 #endif
 
 // poisoned: unaddressable; else addressable, its contents undefined.
@@ -66,7 +62,7 @@ inline void poison_memory(const uint8_t *p, size_t bytes, bool poisoned) {
         ASAN_UNPOISON_MEMORY_REGION(p, bytes);
 #endif
 #ifdef FBNGRAD_MEMCHECK
-    if (running_on_valgrind()) memcheck_mark(p, bytes, poisoned);
+    if (g_running_on_valgrind) memcheck_mark(p, bytes, poisoned);
 #endif
     (void)poisoned;
 }
