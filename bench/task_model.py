@@ -50,7 +50,10 @@ With --ranges MORE... (reports of the same benchmarks, e.g. several runs of the 
 prints instead each benchmark's lowest and highest modelled speed-up over REPORT and MORE, and
 for each report how many of its N = 32 ResNet-50 rows reach the many-core targets (12 at P = 16,
 40 at P = 64: the tables of docs/threads.md; with --markdown a figure below its target is bold),
-with the report's median round trip where it has one.
+with the report's median round trip where it has one. With --near NS as well, each row's range apart
+over the reports where that row's round trip was below NS ns (near) and over the others (far), and
+per side how many (report, row) pairs of the ResNet-50 rows reach the targets: the round trip can
+change within a report, as the host moves the VM's vCPUs.
 
 Reports since 2026-12-07 carry, per benchmark, the round trip of a cache line from the calling
 thread to the timing runner's worker and back (round_trip_ns, taken before the benchmark's
@@ -147,6 +150,44 @@ def range_rows(tables, cores):
             raise ValueError(f"{short_name(name)} is not in every report")
         out.append((name, {p: (min(s[name][p] for s in speedups), max(s[name][p] for s in speedups)) for p in cores}))
     return out
+
+
+def regime_rows(reports, tables, cores, near_ns):
+    """[(name, near, far)] over several reports' rows(), in the first one's order: near and far each
+    (count, {P: (lowest, highest)}, rows reaching every target among `cores`) over the reports where
+    that benchmark's round_trip_ns was below near_ns, and the others; (0, None, 0) where none."""
+    checked = [p for p in cores if p in TARGETS]
+    trips = [{b["name"]: b.get("round_trip_ns") for b in r["benchmarks"]} for r in reports]
+    speedups = [{r["name"]: r["speedup"] for r in t} for t in tables]
+    out = []
+    for name in speedups[0]:
+        if any(name not in s for s in speedups[1:]):
+            raise ValueError(f"{short_name(name)} is not in every report")
+        if any(t.get(name) is None for t in trips):
+            raise ValueError(f"{short_name(name)} has no round_trip_ns in every report (reports since 2026-12-07)")
+        sides = []
+        for near in (True, False):
+            got = [s[name] for s, t in zip(speedups, trips) if (t[name] < near_ns) == near]
+            if not got:
+                sides.append((0, None, 0))
+                continue
+            reach = sum(all(g[p] >= TARGETS[p] for p in checked) for g in got)
+            sides.append((len(got), {p: (min(g[p] for g in got), max(g[p] for g in got)) for p in cores}, reach))
+        out.append((name, sides[0], sides[1]))
+    return out
+
+
+def format_regimes(rows, cores, markdown):
+    def cell(p, x):
+        text = f"{x:.1f}"
+        return f"**{text}**" if markdown and p in TARGETS and x < TARGETS[p] else text
+
+    def side(s):
+        n, r, _ = s
+        return [str(n)] + ([f"{cell(p, r[p][0])}–{cell(p, r[p][1])}" for p in cores] if r else ["-"] * len(cores))
+    head = ["case", "near: reports"] + [f"P={p}" for p in cores] + ["far: reports"] + [f"P={p}" for p in cores]
+    body = [[short_name(n)] + side(near) + side(far) for n, near, far in rows]
+    return format_rows(head, body, markdown)
 
 
 def meets_targets(table, cores):
@@ -342,6 +383,9 @@ def main(argv=None):
     ap.add_argument("--ranges", nargs="+", metavar="MORE",
                     help="more reports of the same benchmarks: each row's lowest and highest speed-up over all "
                          "(see the module's doc)")
+    ap.add_argument("--near", type=float, metavar="NS",
+                    help="with --ranges: each row's range apart over the reports where its round trip was below "
+                         "NS ns and over the others (see the module's doc)")
     ap.add_argument("--split", type=int, default=1, metavar="K",
                     help="what-if: each task as K tasks of 1/K its time, no cost added (see the module's doc)")
     args = ap.parse_args(argv)
@@ -349,6 +393,10 @@ def main(argv=None):
         ap.error(f"--split wants a positive integer, got {args.split}")
     if sum(map(bool, (args.outside, args.reversed, args.against, args.ranges))) > 1:
         ap.error("--outside, --reversed, --against and --ranges are different tables: give one")
+    if args.near is not None and not args.ranges:
+        ap.error("--near goes with --ranges")
+    if args.near is not None and args.near <= 0:
+        ap.error(f"--near wants a round trip in ns above 0, got {args.near:g}")
     try:
         with open(args.report) as f:
             report = json.load(f)
@@ -369,6 +417,8 @@ def main(argv=None):
             first = table if args.split == 1 else rows(report, args.cores, args.schedule)  # ranges take no --split
             tables = [first] + [rows(r, args.cores, args.schedule) for _, r in more]
             ranges = range_rows(tables, args.cores)
+            if args.near is not None:
+                regimes = regime_rows([report] + [r for _, r in more], tables, args.cores, args.near)
             counts = [(p, meets_targets(t, args.cores), round_trip(r))
                       for (p, r), t in zip([(args.report, report)] + more, tables)]
     except KeyError as e:
@@ -414,6 +464,18 @@ def main(argv=None):
                 ([f"{trip:.0f}" if trip is not None else "-"] if trips else [])
                 for n, call, total, before, between, after, trip in outside]
         print(format_rows(head, body, args.markdown))
+        return 0
+    if args.ranges and args.near is not None:
+        print(f"Modelled speed-up on P cores, lowest and highest over {len(args.ranges) + 1} reports, apart where "
+              f"the row's round trip was below {args.near:g} ns (near) and not (far) "
+              f"({args.schedule}; memory bandwidth ignored).")
+        print(format_regimes(regimes, args.cores, args.markdown))
+        targets = ", ".join(f"{TARGETS[p]:g} at P = {p}" for p in args.cores if p in TARGETS)
+        if targets:
+            def count(i):
+                picked = [r[i] for r in regimes if is_resnet50(r[0])]
+                return f"{sum(x[2] for x in picked)} of {sum(x[0] for x in picked)}"
+            print(f"ResNet-50 rows reaching {targets}, one per report: near {count(1)}; far {count(2)}.")
         return 0
     if args.ranges:
         print(f"Modelled speed-up on P cores, lowest and highest over {len(args.ranges) + 1} reports "

@@ -283,6 +283,35 @@ class Cli(unittest.TestCase):
             self.assertEqual(code, 0)
             self.assertIn(f"{path}: 0 of 0 (round trip 90 ns); {path}: 0 of 0 (round trip 90 ns).", out)
 
+    def test_near_and_far(self):
+        # --ranges --near NS: each row apart over the reports where its own round trip was below NS and
+        # the others (a report may hold both), and per side the ResNet-50 (report, row) pairs reaching
+        # the targets; refused without --ranges, with NS <= 0, or where a report has no round trip.
+        fast = dict(bench(16384 * 64, 64.0, [1.0] * 64), name="fbngrad/float32/NHWC/train/32,7,7,512/real_time",
+                    round_trip_ns=55.0)  # 16 at P = 16, 64 at P = 64
+        slow = dict(fast, call_us=65.0, round_trip_ns=400.0)  # 1 us serial: 13 and 32.5
+        other = dict(fast, name="fbngrad/float32/NCHW/train/32,7,7,512/real_time")
+        with tempfile.TemporaryDirectory() as d:
+            a, b, c = (os.path.join(d, x + ".json") for x in "abc")
+            for path, benches in ((a, [fast, other]), (b, [slow, other]), (c, [slow, dict(other, round_trip_ns=390.0)])):
+                with open(path, "w") as f:
+                    json.dump({"benchmarks": benches}, f)
+            code, out, _ = self.run_main(a, "--ranges", b, c, "--near", "150", "--cores", "16,64", "--markdown")
+            self.assertEqual(code, 0)
+            self.assertIn("| float32 NHWC train 32,7,7,512 | 1 | 16.0–16.0 | 64.0–64.0 | 2 | 13.0–13.0 | **32.5**–**32.5** |",
+                          out)
+            self.assertIn("| float32 NCHW train 32,7,7,512 | 2 | 16.0–16.0 | 64.0–64.0 | 1 | 16.0–16.0 | 64.0–64.0 |", out)
+            self.assertIn("one per report: near 3 of 3; far 1 of 3.", out)
+            for bad in (["--near", "150"], ["--ranges", b, "--near", "0"]):
+                with self.assertRaises(SystemExit):
+                    with contextlib.redirect_stderr(io.StringIO()):
+                        task_model.main([a] + bad)
+            with open(c, "w") as f:
+                json.dump({"benchmarks": [slow, {k: v for k, v in other.items() if k != "round_trip_ns"}]}, f)
+            code, _, err = self.run_main(a, "--ranges", c, "--near", "150")
+            self.assertEqual(code, 1)
+            self.assertIn("float32 NCHW train 32,7,7,512 has no round_trip_ns in every report", err)
+
     def test_ranges(self):
         # Two reports of the same two benchmarks: the range of each, bold below the targets, and
         # each report's count of rows that reach 12 at P = 16 and 40 at P = 64.
