@@ -59,11 +59,14 @@ endforeach ()
 # round_trip_ns: a cache line from the calling thread to the timing runner's
 # worker and back, taken before each benchmark's calls: a time, above zero, and
 # task_model.py prints the median under the table.
-foreach (b RANGE ${last})
-    string(JSON trip ERROR_VARIABLE json_err GET "${report}" benchmarks ${b} round_trip_ns)
+function(expect_round_trip json b what)
+    string(JSON trip ERROR_VARIABLE json_err GET "${json}" benchmarks ${b} round_trip_ns)
     if (json_err OR NOT trip MATCHES "^[0-9]+(\\.[0-9]+)?$" OR trip EQUAL 0)
-        message(FATAL_ERROR "benchmark ${b}: round_trip_ns missing or not a time above 0: '${trip}' ${json_err}")
+        message(FATAL_ERROR "${what}: round_trip_ns missing or not a time above 0: '${trip}' ${json_err}")
     endif ()
+endfunction()
+foreach (b RANGE ${last})
+    expect_round_trip("${report}" ${b} "benchmark ${b}")
 endforeach ()
 if (NOT model_out MATCHES "Round trip of a cache line from the calling thread to the worker and back: [0-9]+ ns")
     message(FATAL_ERROR "task_model.py said nothing of the round trip")
@@ -135,10 +138,7 @@ if (NOT thread STREQUAL "caller")
     message(FATAL_ERROR "by default: want the tasks on the caller; got '${thread}'")
 endif ()
 check_second_report(--fbngrad_task_thread=worker task_thread worker)
-string(JSON trip ERROR_VARIABLE json_err GET "${other}" benchmarks 0 round_trip_ns)
-if (json_err OR NOT trip MATCHES "^[0-9]+(\\.[0-9]+)?$" OR trip EQUAL 0)
-    message(FATAL_ERROR "the worker's report: round_trip_ns missing or not a time above 0: '${trip}' ${json_err}")
-endif ()
+expect_round_trip("${other}" 0 "the worker's report")
 
 # fbngrad_bench's own flags (CLI11): a bad value is one line on stderr that names
 # the flag, and exit status non-zero, before any benchmark runs.

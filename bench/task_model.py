@@ -141,6 +141,29 @@ def is_resnet50(name):
     return short_name(name).split(" ")[-1] in RESNET50
 
 
+def reaches_targets(speedup, cores):
+    """Whether one row's modelled speed-ups ({P: x}) reach every target among `cores`."""
+    return all(speedup[p] >= TARGETS[p] for p in cores if p in TARGETS)
+
+
+def span(speedups, cores):
+    """{P: (lowest, highest)} over several of one row's {P: x}."""
+    return {p: (min(s[p] for s in speedups), max(s[p] for s in speedups)) for p in cores}
+
+
+def targets_text(cores):
+    """"12 at P = 16, 40 at P = 64" for the targets among `cores`, or "" where none is."""
+    return ", ".join(f"{TARGETS[p]:g} at P = {p}" for p in cores if p in TARGETS)
+
+
+def range_cells(r, cores, markdown):
+    """One row's "lowest–highest" per P, a figure below its target bold in Markdown."""
+    def cell(p, x):
+        text = f"{x:.1f}"
+        return f"**{text}**" if markdown and p in TARGETS and x < TARGETS[p] else text
+    return [f"{cell(p, r[p][0])}–{cell(p, r[p][1])}" for p in cores]
+
+
 def range_rows(tables, cores):
     """[(name, {P: (lowest, highest)})] over several reports' rows(), in the first one's order."""
     speedups = [{r["name"]: r["speedup"] for r in t} for t in tables]
@@ -148,7 +171,7 @@ def range_rows(tables, cores):
     for name in speedups[0]:
         if any(name not in s for s in speedups[1:]):
             raise ValueError(f"{short_name(name)} is not in every report")
-        out.append((name, {p: (min(s[name][p] for s in speedups), max(s[name][p] for s in speedups)) for p in cores}))
+        out.append((name, span([s[name] for s in speedups], cores)))
     return out
 
 
@@ -156,7 +179,6 @@ def regime_rows(reports, tables, cores, near_ns):
     """[(name, near, far)] over several reports' rows(), in the first one's order: near and far each
     (count, {P: (lowest, highest)}, rows reaching every target among `cores`) over the reports where
     that benchmark's round_trip_ns was below near_ns, and the others; (0, None, 0) where none."""
-    checked = [p for p in cores if p in TARGETS]
     trips = [{b["name"]: b.get("round_trip_ns") for b in r["benchmarks"]} for r in reports]
     speedups = [{r["name"]: r["speedup"] for r in t} for t in tables]
     out = []
@@ -171,20 +193,15 @@ def regime_rows(reports, tables, cores, near_ns):
             if not got:
                 sides.append((0, None, 0))
                 continue
-            reach = sum(all(g[p] >= TARGETS[p] for p in checked) for g in got)
-            sides.append((len(got), {p: (min(g[p] for g in got), max(g[p] for g in got)) for p in cores}, reach))
+            sides.append((len(got), span(got, cores), sum(reaches_targets(g, cores) for g in got)))
         out.append((name, sides[0], sides[1]))
     return out
 
 
 def format_regimes(rows, cores, markdown):
-    def cell(p, x):
-        text = f"{x:.1f}"
-        return f"**{text}**" if markdown and p in TARGETS and x < TARGETS[p] else text
-
     def side(s):
         n, r, _ = s
-        return [str(n)] + ([f"{cell(p, r[p][0])}–{cell(p, r[p][1])}" for p in cores] if r else ["-"] * len(cores))
+        return [str(n)] + (range_cells(r, cores, markdown) if r else ["-"] * len(cores))
     head = ["case", "near: reports"] + [f"P={p}" for p in cores] + ["far: reports"] + [f"P={p}" for p in cores]
     body = [[short_name(n)] + side(near) + side(far) for n, near, far in rows]
     return format_rows(head, body, markdown)
@@ -192,17 +209,13 @@ def format_regimes(rows, cores, markdown):
 
 def meets_targets(table, cores):
     """(ResNet-50 rows that reach every target among `cores`, ResNet-50 rows) of one report's rows()."""
-    checked = [p for p in cores if p in TARGETS]
     resnet = [r for r in table if is_resnet50(r["name"])]
-    return sum(all(r["speedup"][p] >= TARGETS[p] for p in checked) for r in resnet), len(resnet)
+    return sum(reaches_targets(r["speedup"], cores) for r in resnet), len(resnet)
 
 
 def format_ranges(ranges, cores, markdown):
-    def cell(p, x):
-        text = f"{x:.1f}"
-        return f"**{text}**" if markdown and p in TARGETS and x < TARGETS[p] else text
     head = ["case"] + [f"P={p}" for p in cores]
-    body = [[short_name(n)] + [f"{cell(p, r[p][0])}–{cell(p, r[p][1])}" for p in cores] for n, r in ranges]
+    body = [[short_name(n)] + range_cells(r, cores, markdown) for n, r in ranges]
     return format_rows(head, body, markdown)
 
 
@@ -470,7 +483,7 @@ def main(argv=None):
               f"the row's round trip was below {args.near:g} ns (near) and not (far) "
               f"({args.schedule}; memory bandwidth ignored).")
         print(format_regimes(regimes, args.cores, args.markdown))
-        targets = ", ".join(f"{TARGETS[p]:g} at P = {p}" for p in args.cores if p in TARGETS)
+        targets = targets_text(args.cores)
         if targets:
             def count(i):
                 picked = [r[i] for r in regimes if is_resnet50(r[0])]
@@ -481,7 +494,7 @@ def main(argv=None):
         print(f"Modelled speed-up on P cores, lowest and highest over {len(args.ranges) + 1} reports "
               f"({args.schedule}; memory bandwidth ignored).")
         print(format_ranges(ranges, args.cores, args.markdown))
-        targets = ", ".join(f"{TARGETS[p]:g} at P = {p}" for p in args.cores if p in TARGETS)
+        targets = targets_text(args.cores)
         if targets:
             trip = lambda t: f" (round trip {t[0]:.0f} ns)" if t else ""  # noqa: E731
             print(f"ResNet-50 rows reaching {targets}: " +
