@@ -77,18 +77,42 @@ int pool_threads() {
     return fallback;
 }
 
-struct Runs {
+// A loop on fbngrad's own pool is one Halide job of at most P tasks (P: the
+// pool's size), each of which takes runs of the loop's tasks from a shared
+// counter until none is left. A job of more tasks than that would run on every
+// thread Halide's pool has ever made: halide_set_num_threads only sizes the
+// pool as it grows (Halide's thread_pool_common.h wakes all its workers for a
+// job of more tasks than are asleep), so after one call on 16 threads a pool
+// set to 4 went on running calls on 16, and the 1-thread runs of a thread
+// sweep after a 2-thread one ran on 2 (fbngrad_bench, 2026-12-07).
+struct Drain {
     halide_task_t task;
-    int min, size, run;
     uint8_t *closure;
+    int min, size, run;
+    std::atomic<int> next{0};    // the next run to take
+    std::atomic<int> failed{0};  // the first failing task's result; no run is taken after it
 };
 
-int one_run(void *user_context, int r, uint8_t *runs) {
-    const Runs *k = reinterpret_cast<const Runs *>(runs);
-    const int first = k->min + r * k->run, end = std::min(first + k->run, k->min + k->size);
-    for (int i = first; i < end; ++i)
-        if (int rc = k->task(user_context, i, k->closure)) return rc;
-    return 0;
+int drain(void *user_context, int, uint8_t *drain_ctx) {
+    Drain *d = reinterpret_cast<Drain *>(drain_ctx);
+#ifdef FBNGRAD_TSAN
+    __tsan_acquire(drain_ctx);  // the caller's writes of *d (Halide's pool locks are not instrumented)
+#endif
+    int rc = 0;
+    while (rc == 0 && d->failed.load(std::memory_order_relaxed) == 0) {
+        const int first = d->next.fetch_add(1, std::memory_order_relaxed) * d->run;
+        if (first >= d->size) break;
+        const int end = std::min(first + d->run, d->size);
+        for (int i = first; i < end && rc == 0; ++i) rc = d->task(user_context, d->min + i, d->closure);
+        if (rc != 0) {
+            int none = 0;
+            d->failed.compare_exchange_strong(none, rc);
+        }
+    }
+#ifdef FBNGRAD_TSAN
+    __tsan_release(drain_ctx);
+#endif
+    return rc;
 }
 
 // Loops of fewer tasks than this are a small call's (the rule gives 64 tasks
@@ -124,16 +148,32 @@ int marked_task(void *user_context, int index, uint8_t *marked) {
 }
 
 int on_own_pool(void *user_context, halide_task_t task, int min, int size, uint8_t *closure) {
-    // A loop of one task runs on the calling thread, without the pool's lock
-    // and wake-up: the NHWC per-channel loop is one where its channels make
-    // no task of the call's size (generators/schedule.cpp,
+    // A loop of one task, or a pool of one thread, runs on the calling thread
+    // without the pool's lock and wake-up: the NHWC per-channel loop is one
+    // task where its channels make no task of the call's size (generators/schedule.cpp,
     // schedule_nhwc_channel_tasks), on few threads every call.
-    if (size == 1) return task(user_context, min, closure);
-    const int runs = (size < kSmallLoopTasks ? 1 : kRunsPerThread) * std::max(1, pool_threads());
-    if (size <= runs) return halide_default_do_par_for(user_context, task, min, size, closure);
-    Runs k{task, min, size, (size + runs - 1) / runs, closure};
-    return halide_default_do_par_for(user_context, one_run, 0, (size + k.run - 1) / k.run,
-                                     reinterpret_cast<uint8_t *>(&k));
+    if (size <= 0) return 0;
+    const int threads = std::max(1, pool_threads());
+    if (size == 1 || threads == 1) {
+        for (int i = 0; i < size; ++i)
+            if (int rc = task(user_context, min + i, closure)) return rc;
+        return 0;
+    }
+    const int runs_wanted = (size < kSmallLoopTasks ? 1 : kRunsPerThread) * threads;
+    Drain d;
+    d.task = task, d.closure = closure, d.min = min, d.size = size;
+    d.run = (size + runs_wanted - 1) / runs_wanted;  // 1 where the loop has no more tasks than that
+    const int runs = (size + d.run - 1) / d.run;
+    uint8_t *ctx = reinterpret_cast<uint8_t *>(&d);
+#ifdef FBNGRAD_TSAN
+    __tsan_release(ctx);
+#endif
+    const int rc = halide_default_do_par_for(user_context, drain, 0, std::min(threads, runs), ctx);
+#ifdef FBNGRAD_TSAN
+    __tsan_acquire(ctx);
+#endif
+    const int first = d.failed.load(std::memory_order_relaxed);
+    return first != 0 ? first : rc;
 }
 
 int do_par_for(void *user_context, halide_task_t task, int min, int size, uint8_t *closure) {

@@ -3,12 +3,12 @@
 # AddressSanitizer + UndefinedBehaviorSanitizer (every report fatal) and the
 # libFuzzer target over the C API (cmake/sanitize.cmake, tests/fuzz), then:
 #   - the whole C++ suite (fbngrad_tests: variants, semantics, validation,
-#     dispatch, split phase, concurrency), the C API test, the large-tensor
+#     dispatch, split phase, concurrency; fbngrad_runtime_tests: the own pool), the C API test, the large-tensor
 #     boundary tests and the CLI tests (tests/cli), all instrumented;
 #   - the fuzzer for FBNGRAD_FUZZ_SECONDS (60) on the seed corpus, failing on
 #     any crash, sanitizer report, leak, hang (> 10 s per input) or > 2 GiB.
-# And a second Clang build with ThreadSanitizer, fbngrad_tests only, run whole
-# in one process (tests/tsan: Halide's uninstrumented runtime suppressed).
+# And a second Clang build with ThreadSanitizer, fbngrad_tests (run whole in one
+# process) and fbngrad_runtime_tests (tests/tsan: Halide's uninstrumented runtime suppressed).
 # The Halide-generated variants and Halide's runtime are not instrumented
 # (they are object files that Halide writes); the generator is imported from
 # the main build (FBNGRAD_MAIN_BUILD), as the cross build does, so it is not
@@ -58,16 +58,16 @@ configure "$dir" "address;undefined" -DFBNGRAD_FUZZ=ON
 step "building it with $jobs jobs (the variants, then the instrumented library, CLI, tests, fuzzer)"
 start=$SECONDS
 "$venv/bin/cmake" --build "$dir" -j "$jobs" \
-    --target fbngrad_tests fbngrad_large_tests fbngrad_c_api_test fbngrad_cli fuzz_c_api
+    --target fbngrad_tests fbngrad_runtime_tests fbngrad_large_tests fbngrad_c_api_test fbngrad_cli fuzz_c_api
 echo "built in $((SECONDS - start)) s"
 
 step "configuring the TSan build ($tsan_dir)"
 configure "$tsan_dir" thread
-step "building fbngrad_tests with TSan"
+step "building fbngrad_tests and fbngrad_runtime_tests with TSan"
 start=$SECONDS
-"$venv/bin/cmake" --build "$tsan_dir" -j "$jobs" --target fbngrad_tests
+"$venv/bin/cmake" --build "$tsan_dir" -j "$jobs" --target fbngrad_tests fbngrad_runtime_tests
 echo "built in $((SECONDS - start)) s"
-step "ctest: fbngrad_tests under TSan"
+step "ctest: fbngrad_tests and fbngrad_runtime_tests under TSan"
 (cd "$tsan_dir" && "$venv/bin/ctest" --output-on-failure -L tsan --timeout 600)
 
 # ASan: leaks are errors too; a report aborts. UBSan: a stack trace with each report.
