@@ -82,6 +82,42 @@ TEST_F(OwnPool, KeepsToItsThreadCountAfterALargerOne) {
         }
 }
 
+// And it uses them: a loop of n tasks that each wait until all n have started
+// (or 10 s have passed) ends only if n threads ran it at once. A pool that ran
+// its loops on the calling thread alone passes the test above; not this one.
+TEST_F(OwnPool, RunsALoopOnAllItsThreads) {
+    fbngrad::runtime::set_num_threads(8);
+    for (int n : {2, 3, 8}) {
+        fbngrad::runtime::set_num_threads(n);
+        struct Rendezvous {
+            int n;
+            std::atomic<int> started{0}, timed_out{0};
+            std::mutex m;
+            std::set<std::thread::id> threads;
+            static int task(void *, int, uint8_t *self) {
+                auto *r = reinterpret_cast<Rendezvous *>(self);
+                {
+                    std::lock_guard<std::mutex> lock(r->m);
+                    r->threads.insert(std::this_thread::get_id());
+                }
+                ++r->started;
+                const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                while (r->started.load() < r->n) {
+                    if (std::chrono::steady_clock::now() > deadline) {
+                        ++r->timed_out;
+                        break;
+                    }
+                    std::this_thread::yield();
+                }
+                return 0;
+            }
+        } r{n};
+        ASSERT_EQ(halide_do_par_for(nullptr, Rendezvous::task, 0, n, reinterpret_cast<uint8_t *>(&r)), 0);
+        EXPECT_EQ(r.timed_out, 0) << n << " threads: the loop's " << n << " tasks never all ran at once";
+        EXPECT_EQ(r.threads.size(), size_t(n)) << n << " threads";
+    }
+}
+
 // A failing task fails the loop with its own result, on one thread and on
 // several; on one thread no task starts after it; and the pool goes on.
 TEST_F(OwnPool, ReturnsAFailingTasksResult) {
