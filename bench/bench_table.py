@@ -12,7 +12,8 @@ tensorflow, tensorflow-eigen: not fbngrad-<isa> nor naive) and fbngrad's speed-u
 (peer time / fbngrad time), with the geometric mean of the speed-ups under each table and
 over everything at the end. Then the size sweep (GB/s against tensor size), thread scaling
 (/threads:T runs) with fbngrad beside the fastest peer at each thread count, and every error. With repetitions the median is used (the median
-aggregate, or the median of the repetitions). Python standard library only.
+aggregate, or the median of the repetitions); with several files holding the same benchmark (runs
+of one command at different times), the median of the files' medians. Python standard library only.
 """
 
 import argparse
@@ -56,7 +57,7 @@ def parse_name(name):
 class Results:
     def __init__(self):
         self.samples = defaultdict(list)  # key -> [(ms, GB/s)] of the repetitions
-        self.medians = {}                 # key -> (ms, GB/s) from a median aggregate
+        self.medians = defaultdict(list)  # key -> [(ms, GB/s)] from each file's median aggregate
         self.labels = {}
         self.errors = OrderedDict()
         self.contexts = []
@@ -77,7 +78,7 @@ class Results:
             ms = r["real_time"] * TO_MS.get(r.get("time_unit", "ns"), 1e-6)
             value = (ms, r.get("GB/s"))
             if r.get("run_type") == "aggregate":
-                self.medians[key] = value
+                self.medians[key].append(value)
             else:
                 self.samples[key].append(value)
             if r.get("label"):
@@ -85,9 +86,7 @@ class Results:
 
     def get(self, key):
         """(ms, GB/s) or None."""
-        if key in self.medians:
-            return self.medians[key]
-        s = self.samples.get(key)
+        s = self.medians.get(key) or self.samples.get(key)
         if not s:
             return None
         ms = statistics.median(v[0] for v in s)

@@ -117,6 +117,20 @@ class Table(unittest.TestCase):
         self.assertIn("fbngrad ahead: 1 of 1 at 1 thr", part)
         self.assertNotIn("at 2 thr", part)
 
+    def test_several_runs_give_the_median_of_their_medians(self):
+        # Three runs of the same command, each with its median aggregate: 1, 2 and 5 ms at 1 thread
+        # (the median, 2 ms, counts, not the last file's 5 nor the mean aggregate), 1 ms at 2 threads in each.
+        def doc(ms_1):
+            agg = {"run_type": "aggregate", "aggregate_name": "median"}
+            mean = {"run_type": "aggregate", "aggregate_name": "mean"}
+            name = "fbngrad/float32/NHWC/train/32,7,7,512/threads:%d/real_time"
+            return {"context": {"fbngrad_threads": "2"},
+                    "benchmarks": [run(name % 1, 100.0, **mean), run(name % 1, ms_1, **agg), run(name % 2, 1.0, **agg)]}
+        text = self.render(doc(1.0), doc(2.0), doc(5.0))
+        rows = [line for line in text.split("### Thread scaling")[1].splitlines() if line.startswith("| fbngrad")]
+        self.assertEqual(len(rows), 1)
+        self.assertIn("| 2 | 1 | 2.00x |", rows[0])
+
     def test_main_rows_by_layout_training_first_large_to_small(self):
         # As interleaved repetitions leave them: in no useful order.
         cases = ["NHWC/infer/32,7,7,512", "NCHW/train/32,7,7,512", "NHWC/train/32,7,7,512",
