@@ -100,10 +100,11 @@ int drain(void *user_context, int, uint8_t *drain_ctx) {
 #endif
     int rc = 0;
     while (rc == 0 && d->failed.load(std::memory_order_relaxed) == 0) {
-        const int first = d->next.fetch_add(1, std::memory_order_relaxed) * d->run;
+        // In 64 bits: each taker's last fetch goes past the runs.
+        const int64_t first = int64_t(d->next.fetch_add(1, std::memory_order_relaxed)) * d->run;
         if (first >= d->size) break;
-        const int end = std::min(first + d->run, d->size);
-        for (int i = first; i < end && rc == 0; ++i) rc = d->task(user_context, d->min + i, d->closure);
+        const int end = int(std::min<int64_t>(first + d->run, d->size));
+        for (int i = int(first); i < end && rc == 0; ++i) rc = d->task(user_context, d->min + i, d->closure);
         if (rc != 0) {
             int none = 0;
             d->failed.compare_exchange_strong(none, rc);
