@@ -13,6 +13,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "halide_glue.h"
 
@@ -28,6 +29,7 @@ struct Loop {
     int fail_at = -1;
     std::mutex m;
     std::set<std::thread::id> threads;
+    std::vector<int> runs_of;  // how often each index ran
     std::atomic<int> ran{0};
     std::atomic<int> bad_index{0};  // tasks given an index outside [min, min + size)
     int min = 0, size = 0;
@@ -41,13 +43,20 @@ struct Loop {
         {
             std::lock_guard<std::mutex> lock(l->m);
             l->threads.insert(std::this_thread::get_id());
+            if (index >= l->min && index < l->min + l->size) ++l->runs_of[size_t(index - l->min)];
         }
         ++l->ran;
         return index == l->fail_at ? 7 : 0;
     }
     int run(int first, int tasks) {
         min = first, size = tasks;
+        runs_of.assign(size_t(tasks), 0);
         return halide_do_par_for(nullptr, task, first, tasks, reinterpret_cast<uint8_t *>(this));
+    }
+    bool each_index_once() const {
+        for (int r : runs_of)
+            if (r != 1) return false;
+        return true;
     }
 };
 
@@ -76,6 +85,7 @@ TEST_F(OwnPool, KeepsToItsThreadCountAfterALargerOne) {
             ASSERT_EQ(l.run(3, tasks), 0) << n << " threads, " << tasks << " tasks";
             EXPECT_EQ(l.ran, tasks) << n << " threads, " << tasks << " tasks";
             EXPECT_EQ(l.bad_index, 0) << n << " threads, " << tasks << " tasks";
+            EXPECT_TRUE(l.each_index_once()) << n << " threads, " << tasks << " tasks";
             EXPECT_LE(l.threads.size(), size_t(n)) << n << " threads, " << tasks << " tasks";
             if (n == 1 && tasks > 0)
                 EXPECT_EQ(l.threads.count(std::this_thread::get_id()), 1u) << "one thread: the caller's";
@@ -131,6 +141,7 @@ TEST_F(OwnPool, ReturnsAFailingTasksResult) {
         Loop next;
         EXPECT_EQ(next.run(0, 64), 0) << n << " threads";
         EXPECT_EQ(next.ran, 64) << n << " threads";
+        EXPECT_TRUE(next.each_index_once()) << n << " threads";
     }
 }
 
