@@ -85,6 +85,16 @@ int pool_threads() {
 // job of more tasks than are asleep), so after one call on 16 threads a pool
 // set to 4 went on running calls on 16, and the 1-thread runs of a thread
 // sweep after a 2-thread one ran on 2 (fbngrad_bench, 2026-12-07).
+//
+// Its tasks are marked as run_one marks a runner's (InTask). In ThreadSanitizer
+// builds they are also ordered: Halide's pool starts a job's tasks after
+// halide_do_par_for is entered and returns after they end, but through its own
+// uninstrumented locks, which ThreadSanitizer cannot see: a task that reads the
+// call's state (a kernel's task evaluates its loop bounds, fbng_task_elements
+// reads the call's runner) then looks unordered with the caller's writes
+// before and after the loop. The edges on the loop's Drain (on_own_pool, drain)
+// say what the pool guarantees: the loop's start happens before each task, each
+// task before the loop's return.
 struct Drain {
     halide_task_t task;
     uint8_t *closure;
@@ -96,8 +106,9 @@ struct Drain {
 int drain(void *user_context, int, uint8_t *drain_ctx) {
     Drain *d = reinterpret_cast<Drain *>(drain_ctx);
 #ifdef FBNGRAD_TSAN
-    __tsan_acquire(drain_ctx);  // the caller's writes of *d (Halide's pool locks are not instrumented)
+    __tsan_acquire(drain_ctx);
 #endif
+    const InTask in_task(user_context);
     int rc = 0;
     while (rc == 0 && d->failed.load(std::memory_order_relaxed) == 0) {
         // In 64 bits: each taker's last fetch goes past the runs.
@@ -121,33 +132,6 @@ int drain(void *user_context, int, uint8_t *drain_ctx) {
 // own_pool_task_elements gives the other loops of such a call.
 constexpr int kSmallLoopTasks = 64;
 
-// A task on fbngrad's own pool, marked as run_one marks a runner's (InTask).
-// In ThreadSanitizer builds also ordered: Halide's pool starts a loop's tasks
-// after halide_do_par_for is entered and returns after they end, but through
-// its own uninstrumented locks, which ThreadSanitizer cannot see: a task that
-// reads the call's state (a kernel's task evaluates its loop bounds,
-// fbng_task_elements reads the call's runner) then looks unordered with the
-// caller's writes before and after the loop. The edges on the loop's Marked
-// (do_par_for) say what the pool guarantees: the loop's start happens before
-// each task, each task before the loop's return.
-struct Marked {
-    halide_task_t task;
-    uint8_t *closure;
-};
-
-int marked_task(void *user_context, int index, uint8_t *marked) {
-    const Marked *m = reinterpret_cast<const Marked *>(marked);
-#ifdef FBNGRAD_TSAN
-    __tsan_acquire(marked);
-#endif
-    const InTask in_task(user_context);
-    const int rc = m->task(user_context, index, m->closure);
-#ifdef FBNGRAD_TSAN
-    __tsan_release(marked);
-#endif
-    return rc;
-}
-
 int on_own_pool(void *user_context, halide_task_t task, int min, int size, uint8_t *closure) {
     // A loop of one task, or a pool of one thread, runs on the calling thread
     // without the pool's lock and wake-up: the NHWC per-channel loop is one
@@ -156,6 +140,7 @@ int on_own_pool(void *user_context, halide_task_t task, int min, int size, uint8
     if (size <= 0) return 0;
     const int threads = std::max(1, pool_threads());
     if (size == 1 || threads == 1) {
+        const InTask in_task(user_context);
         for (int i = 0; i < size; ++i)
             if (int rc = task(user_context, min + i, closure)) return rc;
         return 0;
@@ -193,18 +178,7 @@ int do_par_for(void *user_context, halide_task_t task, int min, int size, uint8_
         }
     } in_loop(call);
     fbngrad_parallel_for_fn fn = call ? call->runner.fn() : nullptr;
-    if (!fn) {
-        Marked marked{task, closure};
-        uint8_t *m = reinterpret_cast<uint8_t *>(&marked);
-#ifdef FBNGRAD_TSAN
-        __tsan_release(m);
-#endif
-        const int rc = on_own_pool(user_context, marked_task, min, size, m);
-#ifdef FBNGRAD_TSAN
-        __tsan_acquire(m);
-#endif
-        return rc;
-    }
+    if (!fn) return on_own_pool(user_context, task, min, size, closure);
     if (size <= 0) return 0;
     Loop loop{task, user_context, min, closure};
     const int rc = fn(call->runner.ctx(), size, run_one, &loop);
