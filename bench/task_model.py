@@ -164,15 +164,19 @@ def range_cells(r, cores, markdown):
     return [f"{cell(p, r[p][0])}–{cell(p, r[p][1])}" for p in cores]
 
 
-def range_rows(tables, cores):
-    """[(name, {P: (lowest, highest)})] over several reports' rows(), in the first one's order."""
+def speedups_by_name(tables):
+    """[{name: {P: x}}] per report's rows(); ValueError where a row of the first is missing in another."""
     speedups = [{r["name"]: r["speedup"] for r in t} for t in tables]
-    out = []
     for name in speedups[0]:
         if any(name not in s for s in speedups[1:]):
             raise ValueError(f"{short_name(name)} is not in every report")
-        out.append((name, span([s[name] for s in speedups], cores)))
-    return out
+    return speedups
+
+
+def range_rows(tables, cores):
+    """[(name, {P: (lowest, highest)})] over several reports' rows(), in the first one's order."""
+    speedups = speedups_by_name(tables)
+    return [(name, span([s[name] for s in speedups], cores)) for name in speedups[0]]
 
 
 def regime_rows(reports, tables, cores, near_ns):
@@ -180,11 +184,9 @@ def regime_rows(reports, tables, cores, near_ns):
     (count, {P: (lowest, highest)}, rows reaching every target among `cores`) over the reports where
     that benchmark's round_trip_ns was below near_ns, and the others; (0, None, 0) where none."""
     trips = [{b["name"]: b.get("round_trip_ns") for b in r["benchmarks"]} for r in reports]
-    speedups = [{r["name"]: r["speedup"] for r in t} for t in tables]
+    speedups = speedups_by_name(tables)
     out = []
     for name in speedups[0]:
-        if any(name not in s for s in speedups[1:]):
-            raise ValueError(f"{short_name(name)} is not in every report")
         if any(t.get(name) is None for t in trips):
             raise ValueError(f"{short_name(name)} has no round_trip_ns in every report (reports since 2026-12-07)")
         sides = []
