@@ -11,7 +11,8 @@ bandwidth (bandwidth/copy_nt at the same thread count); the fastest peer (onednn
 tensorflow, tensorflow-eigen: not fbngrad-<isa> nor naive) and fbngrad's speed-up over it
 (peer time / fbngrad time), with the geometric mean of the speed-ups under each table and
 over everything at the end. Then the size sweep (GB/s against tensor size), thread scaling
-(/threads:T runs) with fbngrad beside the fastest peer at each thread count, and every error. With repetitions the median is used (the median
+(/threads:T runs) with fbngrad beside the fastest peer at each thread count (and fbngrad-omp, fbngrad
+on a caller's OpenMP runner, the same way), and every error. With repetitions the median is used (the median
 aggregate, or the median of the repetitions); with several files holding the same benchmark (runs
 of one command at different times), the median of the files' medians. Python standard library only.
 """
@@ -26,6 +27,10 @@ from collections import OrderedDict, defaultdict
 
 TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 PEERS = ["onednn", "aten", "tensorflow", "tensorflow-eigen"]
+# fbngrad on a caller's runner (fbngrad_set_parallel_for), which gets a side-by-side table of its own.
+RUNNER_IMPLS = {"fbngrad-omp": "fbngrad on README's OpenMP runner, as a trainer that owns its threads runs it: "
+                               "the many-core rule's task sizes, and the NCHW two-pass route where a channel "
+                               "exceeds a task (docs/threads.md)."}
 GB_SUFFIXES = ("iterations:", "repeats:", "min_time:", "min_warmup_time:")
 
 
@@ -281,6 +286,8 @@ def main(argv=None):
         print(table(["impl", "dtype", "layout", "mode", "N,H,W,C", "cache"] + ["%d thr" % t for t in counts] +
                     ["speed-up"], rows, 6))
         side_by_side(res, th_keys, counts)
+        for impl in RUNNER_IMPLS:
+            side_by_side(res, th_keys, counts, impl)
 
     if all_speedups:
         print("\n**Geometric-mean speed-up of fbngrad over the best peer, all tables: %.2fx (%d cases; "
@@ -296,20 +303,21 @@ def main(argv=None):
             print("- %s: %s" % (name_of(key), err))
 
 
-def side_by_side(res, th_keys, counts):
-    """fbngrad against the fastest peer at each thread count: one row per case, for each count
-    fbngrad's and the peer's median time and the peer's time over fbngrad's (above 1: fbngrad
-    is ahead). The many-core comparison of docs/threads.md."""
+def side_by_side(res, th_keys, counts, ours_impl="fbngrad"):
+    """fbngrad (or ours_impl: fbngrad on a caller's runner) against the fastest peer at each
+    thread count: one row per case, for each count ours' and the peer's median time and the
+    peer's time over ours (above 1: fbngrad is ahead). The many-core comparison of
+    docs/threads.md. Prints nothing when ours_impl has no thread runs."""
     cases = OrderedDict()
     for (impl, dt, layout, mode, shape, cd) in th_keys:
-        if impl == "fbngrad":
+        if impl == ours_impl:
             cases[(dt, layout, mode, shape, cd)] = True
     rows, wins, total = [], defaultdict(int), defaultdict(int)
     for case in sorted(cases, key=lambda k: (k[0], k[1], k[2] != "train", -eval_elems(k[3]), k[4])):
         dt, layout, mode, shape, cd = case
         cells = [dt, layout, mode, shape, "cold" if cd else "hot"]
         for t in counts:
-            ours = res.get(("fbngrad",) + case + (t,))
+            ours = res.get((ours_impl,) + case + (t,))
             peers = [(res.get((p,) + case + (t,)), p) for p in PEERS]
             peers = [(v[0], p) for v, p in peers if v]
             if not ours or not peers:
@@ -322,9 +330,13 @@ def side_by_side(res, th_keys, counts):
         rows.append(cells)
     if not rows:
         return
-    print("\n### fbngrad against the fastest peer at each thread count (ms: fbngrad / peer (peer / fbngrad))\n")
+    print("\n### %s against the fastest peer at each thread count (ms: %s / peer (peer / %s))\n" %
+          (ours_impl, ours_impl, ours_impl))
+    if ours_impl in RUNNER_IMPLS:
+        print(RUNNER_IMPLS[ours_impl] + "\n")
     print(table(["dtype", "layout", "mode", "N,H,W,C", "cache"] + ["%d thr" % t for t in counts], rows, 5))
-    print("\nfbngrad ahead: " + ", ".join("%d of %d at %d thr" % (wins[t], total[t], t) for t in counts if total[t]))
+    print("\n%s ahead: " % ours_impl +
+          ", ".join("%d of %d at %d thr" % (wins[t], total[t], t) for t in counts if total[t]))
 
 
 def name_of(key):

@@ -5,6 +5,8 @@
 // The shape is always given as N,H,W,C; for NCHW the tensors are [N,C,H,W].
 //   impl  fbngrad        the dispatcher's pick
 //         fbngrad-<isa>  dispatch restricted to one ISA of the variant table that this CPU runs
+//         fbngrad-omp    the dispatcher's pick on README's OpenMP runner (fbngrad_set_parallel_for),
+//                        as a trainer that owns its thread pool runs it (built with OpenMP only)
 //         onednn         oneDNN's batch_normalization_backward (peer_onednn.cpp; optional)
 //         aten           PyTorch's at::native_batch_norm_backward (peer_aten.cpp; optional)
 //         naive          a plain two-pass, single-threaded C++ loop (peer_naive.cpp)
@@ -199,7 +201,7 @@ void bench(benchmark::State &state, Bench b) {
         state.SkipWithError(err.c_str());
         return;
     }
-    if (!g_task_report.empty() && !b.cold && b.peer->name.rfind("fbngrad", 0) == 0 &&
+    if (!g_task_report.empty() && !b.cold && b.peer->task_report &&
         !count_tasks(state, b, *r, in.elements))
         return;
     for (auto _ : state) {

@@ -54,6 +54,9 @@ struct Peer {
     // true: checked against fbngrad::ref's tight bound; false: a peer with its own
     // summation order, checked against the parity tests' tolerance when the tight bound fails.
     bool strict_check;
+    // fbngrad on its own pool: --fbngrad_task_report may time its tasks (the report installs
+    // a runner of its own for that, so a peer that runs fbngrad on a runner is left out).
+    bool task_report = false;
 };
 
 // Peers compiled into this binary (fbngrad and its forced ISAs, naive, and oneDNN / ATen
@@ -62,7 +65,8 @@ std::vector<Peer> all_peers();
 std::vector<std::string> missing_peers();
 
 // Each peer's factory (peer_*.cpp).
-std::vector<Peer> fbngrad_peers();  // "fbngrad" and "fbngrad-<isa>" for every ISA this CPU runs
+// "fbngrad" and "fbngrad-<isa>" for every ISA this CPU runs; with OpenMP, "fbngrad-omp"
+std::vector<Peer> fbngrad_peers();
 Peer naive_peer();
 #ifdef FBNGRAD_BENCH_HAVE_ONEDNN
 Peer onednn_peer();

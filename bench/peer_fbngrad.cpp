@@ -2,8 +2,16 @@
 // dispatch restricted to one ISA of the variant table (fbngrad_force_isa) that this CPU runs,
 // and, in a build with tuned schedules (generators/tuned/), "fbngrad-hand": the
 // dispatcher's ISA with the hand schedule (fbngrad_force_variant), the "before" of tuning.
+// "fbngrad-omp" (in a build with OpenMP) is the dispatcher's pick on a caller's runner,
+// README's OpenMP one, as a trainer that owns its threads runs it (PyTorch's intra-op pool
+// is OpenMP in Debian's build): the rule's task sizes and the NCHW two-pass route
+// (docs/threads.md) instead of what fbngrad's own pool picks for its thread count.
 #include <algorithm>
 #include <set>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "peer.h"
 
@@ -39,6 +47,12 @@ public:
     ~FbngradRunner() override {
         if (forced_) fbngrad_force_isa(startup_isa().c_str(), nullptr);
         if (forced_variant_) fbngrad_force_variant("", nullptr);
+        if (on_runner_) fbngrad_set_parallel_for(nullptr, nullptr);
+    }
+    // Runs the calls on `fn` for the runner's lifetime (benchmarks run one at a time).
+    void use_parallel_for(fbngrad_parallel_for_fn fn) {
+        fbngrad_set_parallel_for(fn, nullptr);
+        on_runner_ = true;
     }
     // Runs the hand-scheduled variant of the case's row for the runner's lifetime.
     bool force_hand_schedule(std::string *err) {
@@ -78,10 +92,26 @@ public:
 private:
     Case cs_;
     int64_t dims_[4];
-    bool forced_ = false, forced_variant_ = false;
+    bool forced_ = false, forced_variant_ = false, on_runner_ = false;
     fbngrad_tensor dy_, x_, scale_, mean_, var_, dx_, sb_, ob_;
     fbngrad_attrs attrs_;
 };
+
+#ifdef _OPENMP
+// README's OpenMP runner; its team is omp_set_num_threads' (the peer's set_threads).
+int omp_runner(void *, int32_t count, fbngrad_task_fn task, void *task_ctx) {
+    int first = 0;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int32_t i = 0; i < count; ++i) {
+        const int rc = task(task_ctx, i);
+        if (rc) {
+#pragma omp critical
+            if (!first) first = rc;
+        }
+    }
+    return first;
+}
+#endif
 
 }  // namespace
 
@@ -112,7 +142,16 @@ std::vector<Peer> fbngrad_peers() {
                    [](const Inputs &in, const Case &cs, Outputs &o, std::string *) -> std::unique_ptr<Runner> {
                        return std::make_unique<FbngradRunner>(in, cs, o);
                    },
-                   threads, true});
+                   threads, true, true});
+#ifdef _OPENMP
+    out.push_back({"fbngrad-omp", supported,
+                   [](const Inputs &in, const Case &cs, Outputs &o, std::string *) -> std::unique_ptr<Runner> {
+                       auto r = std::make_unique<FbngradRunner>(in, cs, o);
+                       r->use_parallel_for(omp_runner);
+                       return r;
+                   },
+                   [](int n) { omp_set_num_threads(n); }, true, false});
+#endif
     for (const std::string &isa : isas)
         out.push_back({"fbngrad-" + isa, supported,
                        [isa](const Inputs &in, const Case &cs, Outputs &o, std::string *err) -> std::unique_ptr<Runner> {
@@ -120,7 +159,7 @@ std::vector<Peer> fbngrad_peers() {
                            if (!r->force(isa, err)) return nullptr;
                            return r;
                        },
-                       threads, true});
+                       threads, true, true});
     if (tuned)
         out.push_back({"fbngrad-hand", supported,
                        [](const Inputs &in, const Case &cs, Outputs &o, std::string *err) -> std::unique_ptr<Runner> {
@@ -128,7 +167,7 @@ std::vector<Peer> fbngrad_peers() {
                            if (!r->force_hand_schedule(err)) return nullptr;
                            return r;
                        },
-                       threads, true});
+                       threads, true, true});
     return out;
 }
 

@@ -117,6 +117,25 @@ class Table(unittest.TestCase):
         self.assertIn("fbngrad ahead: 1 of 1 at 1 thr", part)
         self.assertNotIn("at 2 thr", part)
 
+    def test_runner_impl_gets_a_side_by_side_table_of_its_own(self):
+        # fbngrad-omp (fbngrad on a caller's runner) 0.5 ms at 1 thread, 1.0 at 2; oneDNN 1.0 and 0.5.
+        times = {("fbngrad", 1): 0.4, ("fbngrad-omp", 1): 0.5, ("fbngrad-omp", 2): 1.0, ("onednn", 1): 1.0,
+                 ("onednn", 2): 0.5}
+        bench = {"context": {"fbngrad_threads": "2"},
+                 "benchmarks": [run("%s/float32/NCHW/infer/32,56,56,64/threads:%d/real_time" % (i, t), ms)
+                                for (i, t), ms in times.items()]}
+        text = self.render(bench)
+        ours = text.split("### fbngrad against the fastest peer at each thread count")[1].split("###")[0]
+        self.assertIn("| 0.4 / 1 onednn (2.50x) | - |", ours)
+        omp = text.split("### fbngrad-omp against the fastest peer at each thread count")[1]
+        self.assertIn("OpenMP runner", omp)
+        self.assertIn("| float32 | NCHW | infer | 32,56,56,64 | hot | 0.5 / 1 onednn (2.00x) | 1 / 0.5 onednn (0.50x) |",
+                      omp)
+        self.assertIn("fbngrad-omp ahead: 1 of 1 at 1 thr, 0 of 1 at 2 thr", omp)
+        # Without fbngrad-omp runs, no table of it.
+        bench["benchmarks"] = [b for b in bench["benchmarks"] if not b["name"].startswith("fbngrad-omp/")]
+        self.assertNotIn("fbngrad-omp", self.render(bench))
+
     def test_several_runs_give_the_median_of_their_medians(self):
         # Three runs of the same command, each with its median aggregate: 1, 2 and 5 ms at 1 thread
         # (the median, 2 ms, counts, not the last file's 5 nor the mean aggregate), 1 ms at 2 threads in each.

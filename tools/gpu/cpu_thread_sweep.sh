@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The many-core comparison (docs/threads.md): fbngrad against oneDNN at 1, 2, 4, 8 and 16
-# threads on ResNet-50's float32 batch-norm shapes at N = 32, both layouts, training and
-# inference, in one run, then one markdown table. Meant for the GPU machine's 16 CPU cores,
+# The many-core comparison (docs/threads.md): fbngrad, on its own pool and on a caller's
+# OpenMP runner (fbngrad-omp: how a trainer that owns its threads runs it), against oneDNN at
+# 1, 2, 4, 8 and 16 threads on ResNet-50's float32 batch-norm shapes at N = 32, both layouts,
+# training and inference, in one run, then one markdown table. Meant for the GPU machine's 16 CPU cores,
 # which have neither Debian's PyTorch nor its oneDNN: build here, pack, carry, run there.
 #
 #   here:  tools/gpu/cpu_thread_sweep.sh --pack build/carry-cpu
@@ -16,8 +17,8 @@
 # largest and the smallest shape: a minute or two, an estimate), --shapes REGEX (the N,H,W,C
 # part of the names, e.g. '1,56,56,24').
 # DIR gets cpu.txt (the CPU: lscpu), threads.json (Google Benchmark's JSON: medians of 3
-# interleaved repetitions) and threads.md (bench/bench_table.py: thread scaling, and fbngrad
-# beside oneDNN at each count). Exit status: non-zero when the bench cannot run or a
+# interleaved repetitions) and threads.md (bench/bench_table.py: thread scaling, and fbngrad and
+# fbngrad-omp beside oneDNN at each count). Exit status: non-zero when the bench cannot run or a
 # benchmark reports an error (a wrong answer: every case is checked against the
 # double-precision reference before it is timed).
 set -euo pipefail
@@ -80,7 +81,7 @@ grep -m1 -E "^Model name|model name" "$out/cpu.txt" >&2 || true
 echo "cores $cores, thread counts $counts" >&2
 
 "$bin/$exe" --fbngrad_shapes=catalogue "--fbngrad_thread_counts=$counts" \
-    "--benchmark_filter=^(fbngrad|onednn)/float32/(NHWC|NCHW)/$modes/$shapes/threads:[0-9]+/real_time\$" \
+    "--benchmark_filter=^(fbngrad|fbngrad-omp|onednn)/float32/(NHWC|NCHW)/$modes/$shapes/threads:[0-9]+/real_time\$" \
     --benchmark_min_time=0.05 --benchmark_repetitions=3 --benchmark_enable_random_interleaving=true \
     --benchmark_report_aggregates_only=true --benchmark_format=json "--benchmark_out=$out/threads.json" \
     > "$out/bench.log" 2> "$out/bench.err" || { tail -20 "$out/bench.err" >&2; exit 1; }
