@@ -58,8 +58,14 @@ def main(argv=None):
     if not rows:
         print("ab_table.py: no benchmark is in every file", file=sys.stderr)
         return 1
-    head = ["impl", "dtype", "layout", "mode", "shape", "A ms", "B ms", "B vs A", "noise", ""]
-    body = [[*r["key"][:5], bench_table.fmt(r["a_ms"]), bench_table.fmt(r["b_ms"]), bench_table.ratio(r["speedup"]),
+    # The cache and thread columns only where some run has them (/cold, /threads:T).
+    cold = any(r["key"][5] for r in rows)
+    threads = any(r["key"][6] for r in rows)
+    head = ["impl", "dtype", "layout", "mode", "shape"] + (["cache"] if cold else []) + \
+        (["threads"] if threads else []) + ["A ms", "B ms", "B vs A", "noise", ""]
+    body = [[*r["key"][:5]] + (["cold" if r["key"][5] else "hot"] if cold else []) +
+            ([str(r["key"][6] or "")] if threads else []) +
+            [bench_table.fmt(r["a_ms"]), bench_table.fmt(r["b_ms"]), bench_table.ratio(r["speedup"]),
              "%.0f %%" % (100 * r["noise"]), "slower" if r["slower"] else ""] for r in rows]
     if args.markdown:
         print(bench_table.table(head, body, 5))
@@ -69,7 +75,7 @@ def main(argv=None):
     slower = [r for r in rows if r["slower"]]
     print("\ngeo-mean B vs A: %s over %d cases; slower beyond the noise: %d%s" % (
         bench_table.ratio(bench_table.geomean([r["speedup"] for r in rows])), len(rows), len(slower),
-        (" (" + ", ".join("/".join(r["key"][:5]) for r in slower) + ")") if slower else ""))
+        (" (" + ", ".join(bench_table.name_of(r["key"]) for r in slower) + ")") if slower else ""))
     return 0
 
 

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""ab_table.py on hand-made Google Benchmark documents: the medians, the noise, the verdict, and
+the thread and cache columns that tell apart the runs of one case."""
+
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ab_table  # noqa: E402
+
+
+def doc(times):
+    """A bench JSON document: {benchmark name: ms}."""
+    return {"context": {}, "benchmarks": [{"name": n, "run_name": n, "run_type": "iteration", "real_time": ms,
+                                           "time_unit": "ms"} for n, ms in times.items()]}
+
+
+class AbTable(unittest.TestCase):
+    def render(self, a_docs, b_docs, *extra):
+        with tempfile.TemporaryDirectory() as d:
+            def write(docs, tag):
+                paths = []
+                for i, x in enumerate(docs):
+                    paths.append(os.path.join(d, "%s%d.json" % (tag, i)))
+                    with open(paths[-1], "w") as f:
+                        json.dump(x, f)
+                return paths
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                rc = ab_table.main(["--a"] + write(a_docs, "a") + ["--b"] + write(b_docs, "b") + list(extra))
+            self.assertEqual(rc, 0)
+            return out.getvalue()
+
+    def test_thread_counts_are_rows_of_their_own(self):
+        name = "fbngrad-omp/float32/NCHW/infer/32,7,7,2048/threads:%d/real_time"
+        a = [doc({name % 1: 4.0, name % 2: 2.0}), doc({name % 1: 4.4, name % 2: 2.0})]
+        # B: twice as fast on 1 thread; 1.5x slower on 2, beyond A's and B's own 10 % and 0 % spread.
+        b = [doc({name % 1: 2.0, name % 2: 3.0}), doc({name % 1: 2.1, name % 2: 3.0})]
+        text = self.render(a, b, "--markdown")
+        self.assertIn("| impl | dtype | layout | mode | shape | threads | A ms |", text)
+        self.assertIn("| fbngrad-omp | float32 | NCHW | infer | 32,7,7,2048 | 1 | 4.2 | 2.05 | 2.05x | 10 % |  |", text)
+        self.assertIn("| fbngrad-omp | float32 | NCHW | infer | 32,7,7,2048 | 2 | 2 | 3 | 0.67x | 5 % | slower |", text)
+        self.assertIn("slower beyond the noise: 1 (fbngrad-omp/float32/NCHW/infer/32,7,7,2048/threads:2)", text)
+
+    def test_no_thread_column_without_thread_runs_and_a_cache_column_with_cold_ones(self):
+        hot = "fbngrad/float32/NHWC/train/32,7,7,512/real_time"
+        cold = "fbngrad/float32/NHWC/train/32,7,7,512/cold/iterations:200/real_time"
+        text = self.render([doc({hot: 1.0, cold: 2.0})], [doc({hot: 1.0, cold: 1.0})], "--markdown")
+        self.assertIn("| impl | dtype | layout | mode | shape | cache | A ms |", text)
+        self.assertNotIn("threads", text)
+        self.assertIn("| 32,7,7,512 | cold | 2 | 1 | 2.00x |", text)
+        self.assertIn("| 32,7,7,512 | hot | 1 | 1 | 1.00x |", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
