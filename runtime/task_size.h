@@ -40,6 +40,30 @@ inline int32_t own_pool_task_elements(int64_t elements, int32_t rule_elements, i
     return int32_t(std::min<int64_t>(INT32_MAX, std::max<int64_t>(rule_task_elements(elements, rule_elements), per_run)));
 }
 
+// The x86 NCHW one pass (src/two_pass_route.h) gives a task every sample of a
+// group of channels, so in each sample a task reads one contiguous run: its
+// channels' planes, (task / (N * plane)) channels of them. Where that run is
+// shorter than this many elements, the call takes the two passes instead. On a
+// caller's runner of 1 and 2 threads (2026-12-07, Zen 5 VM; docs/threads.md),
+// the two passes were 1.5-2.3x as fast as the one pass's runs of 392 to 784
+// float32 elements from cold caches (NCHW 32,7,7,512, 32,14,14,256,
+// 32,14,14,1024, 32,7,7,2048), 0.88-1.41x as fast as its runs of 1568
+// (32,28,28,512), and slower than its runs of 3136 (32,56,56,256): short runs
+// of many samples at once are what the prefetchers do worst with.
+constexpr int64_t kShortestOnePassRun = 1024;
+
+// Whether a call of the x86 NCHW one pass, N samples of `plane` elements a
+// channel and `elements` in all, takes the two passes where its loops' tasks
+// hold `task` elements: where one channel exceeds a task (the one pass could
+// not offer the rule's tasks), or where the call is more than one task and a
+// task's run in each sample would be shorter than kShortestOnePassRun.
+inline bool nchw_takes_two_passes(int64_t n, int64_t plane, int64_t elements, int64_t task) {
+    const int64_t channel = n * plane;
+    if (channel <= 0) return false;
+    if (channel > task) return true;
+    return elements > task && task / channel * plane < kShortestOnePassRun;
+}
+
 // The piece of a loop over `units` units (rows, channels), given the largest
 // piece the many-core rule allows (`capped`, at least 1): never larger, so
 // never fewer tasks. 32 tasks or more are rounded up to a multiple of 64, so

@@ -84,7 +84,7 @@ fbngrad_code fbngrad_fused_batch_norm_grad_v2(const fbngrad_tensor *y_backprop, 
         const bool inverse_std = a.reserve_space_2_is == FBNGRAD_RS2_INVERSE_STD;
         const char *kernel = v->info.name;
         int rc;
-        if (v->two_pass && takes_two_passes(ctx, p.S * p.N, p.elements))
+        if (v->two_pass && takes_two_passes(ctx, p.N, p.S, p.elements))
             rc = run_two_passes(*v->two_pass, &ctx, C, p.S * p.N, &dy.buf, &xx.buf, &sc.buf, &mean.buf, &rs2.buf,
                                 a.epsilon, inverse_std, &xb.buf, &sb.buf, &ob.buf, &kernel);
         else

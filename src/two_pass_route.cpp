@@ -26,8 +26,9 @@ const TwoPassRoute *find_two_pass_route(const char *fused) {
     return nullptr;
 }
 
-bool takes_two_passes(const runtime::CallContext &call, int64_t channel_elements, int64_t elements) {
-    return channel_elements > runtime::task_elements(&call, elements, runtime::kRuleTaskElements);
+bool takes_two_passes(const runtime::CallContext &call, int64_t n, int64_t plane, int64_t elements) {
+    return runtime::nchw_takes_two_passes(n, plane, elements,
+                                          runtime::task_elements(&call, elements, runtime::kRuleTaskElements));
 }
 
 int run_two_passes(const TwoPassRoute &route, runtime::CallContext *call, int32_t C, int64_t count,

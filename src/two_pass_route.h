@@ -5,8 +5,10 @@
 // 32x112x112x64, where the many-core rule asks for 256. Where one channel's
 // planes (N*H*W elements) exceed a task of the call's size (the rule's on a
 // caller's runner; on fbngrad's own pool of P threads, one of 4 per thread:
-// runtime/parallel_runtime.h, task_elements), the call runs as the split
-// phase on one worker instead: reduce, then apply, whose loops meet the rule.
+// runtime/parallel_runtime.h, task_elements), or where a task's run of its
+// channels in each sample would be short (small tasks of many samples: up to
+// 2.3x slower than two passes), the call runs as the split phase on one
+// worker instead: reduce, then apply, whose loops meet the rule.
 // Both sum each plane in the same vector lanes and the planes in the same
 // order (the route exists only for rows of the split phase's vector width:
 // cmake/split_phase_variants.cmake), so the bits do not depend on the route,
@@ -31,9 +33,9 @@ struct TwoPassRoute {
 // The route of the variant named `fused`, or nullptr (dispatch.cpp asks once a variant).
 const TwoPassRoute *find_two_pass_route(const char *fused);
 
-// Whether a call whose channels hold `channel_elements` elements each (N*H*W)
-// and whose tensors hold `elements` takes the route.
-bool takes_two_passes(const runtime::CallContext &call, int64_t channel_elements, int64_t elements);
+// Whether a call of `n` samples, `plane` (H*W) elements a channel's plane and
+// `elements` in all takes the route (runtime/task_size.h: nchw_takes_two_passes).
+bool takes_two_passes(const runtime::CallContext &call, int64_t n, int64_t plane, int64_t elements);
 
 // The call as reduce then apply, with the sums of all `C` channels between
 // them; 0 or the failing kernel's result, whose name is then in *failed.

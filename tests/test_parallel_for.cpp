@@ -159,8 +159,10 @@ std::vector<Shape> shapes(fbngrad_layout l) {
     // NCHW: the last two have channels of more than 16384 elements (N*H*W),
     // fewer than the rule's tasks: the x86 one pass's two-pass route
     // (src/two_pass_route.h) on a runner and on fbngrad's pool of 3 threads
-    // or more, the one pass itself on 1 and 2 threads. 23x25: a plane that
-    // no vector width divides.
+    // or more (33x3x23x25, whose tasks would read runs of one 575-element
+    // plane a sample, from 2 threads), the one pass itself below. 16x40x7x7
+    // takes the route for its short runs (runtime/task_size.h) from 2
+    // threads. 23x25: a plane that no vector width divides.
     return {{{8, 128, 16, 16}, false}, {{8, 64, 14, 14}, true}, {{4, 3, 56, 56}, false},
             {{16, 40, 7, 7}, false},   {{1, 1, 1, 1}, true},    {{16, 2, 48, 48}, false},
             {{33, 3, 23, 25}, true}};
@@ -393,10 +395,12 @@ TEST_F(ParallelFor, RunnerErrorFailsTheCallAndTheNextCallWorks) {
 }
 
 // The x86 NCHW one pass's two-pass route (src/two_pass_route.h): where a
-// channel (N*H*W elements) exceeds a task of the call's size, the call is the
-// split phase's reduce and apply, one loop each; else the one pass, one loop.
-// Its errors name the kernel that failed. (Same bits: SameBitsOnEveryRunner...)
-TEST_F(ParallelFor, NchwOnePassTakesTwoPassesWhereAChannelExceedsATask) {
+// channel (N*H*W elements) exceeds a task of the call's size, or a task's run
+// in each sample would be shorter than kShortestOnePassRun (runtime/task_size.h)
+// in a call of more than one task, the call is the split phase's reduce and
+// apply, one loop each; else the one pass, one loop. Its errors name the
+// kernel that failed. (Same bits: SameBitsOnEveryRunner...)
+TEST_F(ParallelFor, NchwOnePassTakesTwoPassesWhereAChannelExceedsATaskOrItsRunsAreShort) {
     FBNGRAD_SKIP_UNLESS_BUILT(FBNGRAD_FLOAT32, FBNGRAD_NCHW, true);
     FBNGRAD_SKIP_UNLESS_SPLIT_PHASE();
     auto loops = [](TestProblem &t) {
@@ -417,6 +421,17 @@ TEST_F(ParallelFor, NchwOnePassTakesTwoPassesWhereAChannelExceedsATask) {
     EXPECT_GE(two[0], min_tasks(exceeds));
     EXPECT_GE(two[1], min_tasks(exceeds));
     ASSERT_TRUE(exceeds.check().ok());
+    // 32 samples of 7x7: a task of 16384 elements holds 10 channels, runs of
+    // 490 elements a sample: two passes. 8 channels of them are one task.
+    TestProblem short_runs(FBNGRAD_FLOAT32, FBNGRAD_NCHW, {32, 64, 7, 7}, true);
+    TestProblem one_task(FBNGRAD_FLOAT32, FBNGRAD_NCHW, {32, 8, 7, 7}, true);
+    const std::vector<int32_t> short_loops = loops(short_runs);
+    ASSERT_EQ(short_loops.size(), 2u) << testing::PrintToString(short_loops);
+    EXPECT_GE(short_loops[0], min_tasks(short_runs));
+    EXPECT_GE(short_loops[1], min_tasks(short_runs));
+    ASSERT_TRUE(short_runs.check().ok());
+    EXPECT_EQ(loops(one_task).size(), 1u) << testing::PrintToString(loops(one_task));
+    ASSERT_TRUE(one_task.check().ok());
 
     fbngrad_set_parallel_for(failing_runner, nullptr);
     fbngrad_status st;
@@ -424,6 +439,8 @@ TEST_F(ParallelFor, NchwOnePassTakesTwoPassesWhereAChannelExceedsATask) {
     EXPECT_NE(std::string(st.message).find("fbng_reduce_f32_nchw_"), std::string::npos) << st.message;
     EXPECT_EQ(fits.run(&st), FBNGRAD_INTERNAL);
     EXPECT_NE(std::string(st.message).find("fbng_f32_nchw_train_"), std::string::npos) << st.message;
+    EXPECT_EQ(short_runs.run(&st), FBNGRAD_INTERNAL);
+    EXPECT_NE(std::string(st.message).find("fbng_reduce_f32_nchw_"), std::string::npos) << st.message;
 }
 
 // A task that fails on a pool: every other task still runs, the pool is not

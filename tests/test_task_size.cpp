@@ -48,31 +48,66 @@ TEST(TaskSize, OwnPoolGivesSmallCallsOneTaskAThread) {
 }
 
 // The x86 NCHW one pass takes its two-pass route where one channel's planes
-// (N*H*W elements) exceed the call's task size (src/two_pass_route.h). On a
-// caller's runner that is the rule's size: ResNet-50's NCHW shapes with fewer
-// channels than the rule's tasks take it, the others keep the one pass. On
-// fbngrad's own pool, P threads: the one pass up to 4 tasks a thread.
-TEST(TaskSize, NchwTwoPassRouteWhereAChannelExceedsATask) {
+// (N*H*W elements) exceed the call's task size, or where a task's run of its
+// channels in each sample would be shorter than kShortestOnePassRun
+// (src/two_pass_route.h). On a caller's runner that is the rule's size:
+// ResNet-50's NCHW shapes with fewer channels than the rule's tasks take it,
+// and those whose tasks hold fewer than 1024 elements a sample; the others
+// keep the one pass. On fbngrad's own pool, P threads: the one pass up to 4
+// tasks a thread, as long as their runs are long enough.
+TEST(TaskSize, NchwTwoPassRouteWhereAChannelExceedsATaskOrItsRunsAreShort) {
     struct Case {
         int64_t n, c, hw;
         bool on_runner;  // else on fbngrad's own pool of `threads`
         int threads;
         bool two_passes;
     };
-    for (const Case &k : {Case{32, 64, 112 * 112, true, 0, true}, Case{32, 64, 56 * 56, true, 0, true},
+    for (const Case &k : {// a channel exceeds the rule's task
+                          Case{32, 64, 112 * 112, true, 0, true}, Case{32, 64, 56 * 56, true, 0, true},
                           Case{32, 128, 28 * 28, true, 0, true}, Case{32, 8, 28 * 28, true, 0, true},
-                          Case{32, 256, 56 * 56, true, 0, false}, Case{32, 256, 14 * 14, true, 0, false},
+                          // runs of 3136 and 1568 elements a sample
+                          Case{32, 256, 56 * 56, true, 0, false}, Case{32, 512, 28 * 28, true, 0, false},
+                          // runs of 392 to 784
+                          Case{32, 256, 14 * 14, true, 0, true}, Case{32, 1024, 14 * 14, true, 0, true},
+                          Case{32, 512, 7 * 7, true, 0, true}, Case{32, 2048, 7 * 7, true, 0, true},
+                          // one sample: its channels are one run, however few
+                          Case{1, 2048, 7 * 7, true, 0, false}, Case{1, 64, 112 * 112, true, 0, false},
+                          // a call of one task: short runs, but no other task to run beside
+                          Case{32, 8, 7 * 7, true, 0, false},
+                          // fbngrad's own pool
                           Case{32, 64, 112 * 112, false, 2, false}, Case{32, 64, 112 * 112, false, 16, false},
                           Case{32, 64, 112 * 112, false, 17, true}, Case{32, 64, 112 * 112, false, 64, true},
-                          Case{32, 8, 28 * 28, false, 2, false}, Case{32, 8, 28 * 28, false, 8, false},
-                          Case{32, 8, 28 * 28, false, 9, true}}) {
+                          // (8 threads: a channel a task, runs of 784; 2: 4 channels, runs of 3136)
+                          Case{32, 8, 28 * 28, false, 2, false}, Case{32, 8, 28 * 28, false, 8, true},
+                          Case{32, 8, 28 * 28, false, 9, true}, Case{32, 2048, 7 * 7, false, 2, false},
+                          Case{32, 256, 14 * 14, false, 2, false}, Case{32, 256, 14 * 14, false, 8, false},
+                          Case{32, 256, 14 * 14, false, 16, true}, Case{32, 512, 7 * 7, false, 16, false},
+                          Case{32, 512, 7 * 7, false, 64, true}}) {
         const int64_t elements = k.n * k.c * k.hw;
         const int32_t task = k.on_runner ? rule_task_elements(elements, kRuleTaskElements)
                                          : own_pool_task_elements(elements, kRuleTaskElements, k.threads);
-        EXPECT_EQ(k.n * k.hw > task, k.two_passes)
+        EXPECT_EQ(nchw_takes_two_passes(k.n, k.hw, elements, task), k.two_passes)
             << k.n << "," << k.c << "," << k.hw << (k.on_runner ? " on a runner" : " on the own pool of ")
-            << k.threads;
+            << k.threads << ": task " << task;
     }
+}
+
+// Around each threshold: a channel of task and task + 1 elements; runs of
+// kShortestOnePassRun - 1 and kShortestOnePassRun; a call of task and task + 1.
+TEST(TaskSize, NchwTwoPassRouteAtItsThresholds) {
+    const int64_t task = 16384;
+    EXPECT_FALSE(nchw_takes_two_passes(8, 2048, 8 * 2048 * 4, task));  // a channel of the task's size
+    EXPECT_TRUE(nchw_takes_two_passes(8, 2049, 8 * 2049 * 4, task));
+    // 16 samples: a task of 1024 elements a sample; planes of 1024 give one
+    // channel a task (a run of 1024), of 1023 one too (16384 / 16368 = 1).
+    EXPECT_FALSE(nchw_takes_two_passes(16, kShortestOnePassRun, 16 * kShortestOnePassRun * 8, task));
+    EXPECT_TRUE(nchw_takes_two_passes(16, kShortestOnePassRun - 1, 16 * (kShortestOnePassRun - 1) * 8, task));
+    // Channels of 32 planes of 256: a task holds 2 (runs of 512). A call of 2
+    // channels is one task; of 3, more than one.
+    EXPECT_FALSE(nchw_takes_two_passes(32, 256, 2 * 32 * 256, task));
+    EXPECT_TRUE(nchw_takes_two_passes(32, 256, 3 * 32 * 256, task));
+    EXPECT_FALSE(nchw_takes_two_passes(0, 49, 0, task));  // no samples: nothing to route
+    EXPECT_FALSE(nchw_takes_two_passes(32, 0, 0, task));
 }
 
 TEST(TaskSize, EvenPieceNeverGivesFewerTasksAndEvensThemOut) {
