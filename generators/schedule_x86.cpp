@@ -35,8 +35,10 @@ void schedule_x86_nchw_one_pass(BnGradFuncs &f, BnGradOutputs &out, int vec, int
     // both cores work when the planes are tiny (H*W = 1: one block of every
     // channel otherwise); and shrunk for the many-core rule (schedule.h). A
     // block holds every sample of its channels, so with fewer channels than
-    // the rule's task count, one channel a task is as far as it goes.
-    // The blocks only place the work, never the sums' order.
+    // the rule's task count, one channel a task is as far as it goes. Where
+    // that, or a shrunk block's short runs, would cost, the call takes the
+    // split phase's two passes instead (src/two_pass_route.h). The blocks
+    // only place the work, never the sums' order.
     Var co("co"), ci("ci");
     Expr preferred = clamp(elements_per_task / max(f.S, 1), 1, max(1, (f.C + 1) / 2));
     Expr planes = piece_for_tasks(f, preferred, f.S * f.N, task_elements(f), f.C);
