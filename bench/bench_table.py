@@ -30,7 +30,7 @@ PEERS = ["onednn", "aten", "tensorflow", "tensorflow-eigen"]
 # fbngrad on a caller's runner (fbngrad_set_parallel_for), which gets a side-by-side table of its own.
 RUNNER_IMPLS = {"fbngrad-omp": "fbngrad on README's OpenMP runner, as a trainer that owns its threads runs it: "
                                "the many-core rule's task sizes, and the NCHW two-pass route where a channel "
-                               "exceeds a task (docs/threads.md)."}
+                               "exceeds a task or a task's runs would be short (docs/threads.md)."}
 GB_SUFFIXES = ("iterations:", "repeats:", "min_time:", "min_warmup_time:")
 
 

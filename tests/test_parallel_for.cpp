@@ -416,21 +416,22 @@ TEST_F(ParallelFor, NchwOnePassTakesTwoPassesWhereAChannelExceedsATaskOrItsRunsA
     if (one.size() != 1u) GTEST_SKIP() << "this CPU's float32 NCHW variant takes two passes anyway (loops "
                                        << testing::PrintToString(one) << ")";
     EXPECT_EQ(one[0], 4) << "one task a channel";
-    const std::vector<int32_t> two = loops(exceeds);
-    ASSERT_EQ(two.size(), 2u) << testing::PrintToString(two);
-    EXPECT_GE(two[0], min_tasks(exceeds));
-    EXPECT_GE(two[1], min_tasks(exceeds));
-    ASSERT_TRUE(exceeds.check().ok());
+    // Reduce, then apply: two loops of the rule's tasks each, and the right answer.
+    auto expect_two_passes = [&](TestProblem &t) {
+        const std::vector<int32_t> two = loops(t);
+        ASSERT_EQ(two.size(), 2u) << t.describe() << ": " << testing::PrintToString(two);
+        EXPECT_GE(two[0], min_tasks(t)) << t.describe();
+        EXPECT_GE(two[1], min_tasks(t)) << t.describe();
+        ASSERT_TRUE(t.check().ok()) << t.describe();
+    };
+    expect_two_passes(exceeds);
     // 32 samples of 7x7: a task of 16384 elements holds 10 channels, runs of
     // 490 elements a sample: two passes. 8 channels of them are one task.
     TestProblem short_runs(FBNGRAD_FLOAT32, FBNGRAD_NCHW, {32, 64, 7, 7}, true);
     TestProblem one_task(FBNGRAD_FLOAT32, FBNGRAD_NCHW, {32, 8, 7, 7}, true);
-    const std::vector<int32_t> short_loops = loops(short_runs);
-    ASSERT_EQ(short_loops.size(), 2u) << testing::PrintToString(short_loops);
-    EXPECT_GE(short_loops[0], min_tasks(short_runs));
-    EXPECT_GE(short_loops[1], min_tasks(short_runs));
-    ASSERT_TRUE(short_runs.check().ok());
-    EXPECT_EQ(loops(one_task).size(), 1u) << testing::PrintToString(loops(one_task));
+    expect_two_passes(short_runs);
+    const std::vector<int32_t> single = loops(one_task);
+    EXPECT_EQ(single.size(), 1u) << testing::PrintToString(single);
     ASSERT_TRUE(one_task.check().ok());
 
     fbngrad_set_parallel_for(failing_runner, nullptr);
