@@ -270,6 +270,7 @@ void schedule_nhwc_block_sums(Func block, const BnGradFuncs &f, const RVar &rsi,
     Func stored = block.in();
     Var task("so_task"), at("so_sums");
     stored.compute_root().reorder(c, so, n);  // rfactor made so the outermost
+    pad_partial_rows(stored, f);
     {
         // Split into vectors first, then the vectors into strips: a strip's end
         // is then a loop bound, not a masked vector. (Split the other way, the
@@ -303,6 +304,20 @@ void schedule_nhwc_block_sums(Func block, const BnGradFuncs &f, const RVar &rsi,
     blocks.reorder(c, rsi, so, n);
     specialize_nhwc_row_sums(blocks, f, rsi, so, widths);
     vectorize_nhwc_channels(blocks, f, widths);
+}
+
+void pad_partial_rows(Func stored, const BnGradFuncs &f) {
+    // The combine reads the partials a group of 8 channels at a time, down
+    // the blocks: a stride of one row. At C = 1024 or 2048 (4 or 8 KB) every
+    // block's line of a group fell into the same few cache sets, so the
+    // 2 x 224 lines a group reads (NHWC 32,14,14,1024) evicted each other in
+    // L1 and L2 before the next group, which shares them, came back. One
+    // line more a row puts consecutive blocks in consecutive sets. On
+    // fbngrad's own pool of 2 threads the combine is one task (on the calling
+    // thread, the other one idle), and perf put 8-12 % of x_backprop's time
+    // in it on those shapes, 3-6 % with the pad (Zen 4 VM, 2026-12-07;
+    // docs/threads.md). Storage only: the same bits.
+    stored.bound_storage(f.c, f.C + kPartialRowPad);
 }
 
 bool sums_last_sample_first(const Target &t, const Knobs &k, bool x_backprop_reads_sums) {

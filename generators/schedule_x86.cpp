@@ -112,6 +112,7 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
                 // time on 64 cores.
                 stored = block.in();
                 stored.compute_root().reorder(c, so, n).parallel(so).vectorize(c, vec, guard);
+                pad_partial_rows(stored, f);
                 block.compute_at(stored, so).vectorize(c, vec, guard);
                 // compute_with allows no specializations, so the register sums
                 // cannot serve here. Each vector of channels summing the
