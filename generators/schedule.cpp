@@ -314,9 +314,9 @@ void pad_partial_rows(Func stored, const BnGradFuncs &f) {
     // L1 and L2 before the next group, which shares them, came back. One
     // line more a row puts consecutive blocks in consecutive sets. On
     // fbngrad's own pool of 2 threads the combine is one task (on the calling
-    // thread, the other one idle), and perf put 8-12 % of x_backprop's time
-    // in it on those shapes, 3-6 % with the pad (Zen 4 VM, 2026-12-07;
-    // docs/threads.md). Storage only: the same bits.
+    // thread, the other one idle), and perf put 5-12 % of x_backprop's time
+    // in it on those shapes (inference the most), 3-6 % with the pad (Zen 4
+    // VM, 2026-12-07; docs/threads.md). Storage only: the same bits.
     stored.bound_storage(f.c, f.C + kPartialRowPad);
 }
 
