@@ -22,7 +22,8 @@ by calling it (this script also re-detects the kernel per call):
     accepts is_training=False with NCHW, reserve_space_3/4 are scalars (shape []).
     float16 stays on the Eigen kernel unless the CPU has oneDNN's fp16 support
     ("oneDNN supports DT_HALF only on platforms with AVX-512 [FP16]"; on the AMD EPYC
-    with AVX-512F used to write this, float16 ran on Eigen).
+    with AVX-512F used to write this, float16 ran on Eigen; on an Intel Xeon with
+    AVX512_FP16, 2026-12-07, every dtype ran on oneDNN).
   Which kernel ran is detected per call: the error text names `_MklNative...`, and on
   success oneDNN returns reserve_space_3 of shape [] where Eigen returns [0].
 
@@ -38,8 +39,10 @@ Documented differences (CONTRACT.md) and how they are checked:
     oneDNN scalar is reported as a note, not a failure.
   * Error messages: fbngrad follows the Eigen kernel's wording. When TF's message came
     from the oneDNN kernel and differs ("input must be 4-dimensional" vs "input must be
-    4 or 5-dimensional"), fbngrad must print the Eigen kernel's message for that case
-    (taken from a run of the same case that the Eigen kernel served).
+    4 or 5-dimensional"), fbngrad must print the Eigen kernel's message for that case:
+    taken from a run of the same case that the Eigen kernel served, or, where oneDNN
+    served every dtype of it, from this script run once in a child process with
+    TF_ENABLE_ONEDNN_OPTS=0 (--eigen-errors; the option is read when TF loads).
 
 Tolerance rule (from TF's nn_fused_batchnorm_test.py, x_backprop atol 1e-3 for float32,
 2e-3 for float16, 2e-2 for bfloat16; scale/offset 1e-3), combined numpy-allclose style:
@@ -51,6 +54,7 @@ NaN, an infinity the same infinity.
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -86,7 +90,7 @@ ERROR_CASES = [
     ("rank6", [1, 1, 1, 1, 1, 2], [1, 1, 1, 1, 1, 2], [2], [2], [2], "NHWC"),
 ]
 
-DTYPES = ["float16", "float32", "bfloat16"]  # float16 first: its errors come from the Eigen kernel
+DTYPES = ["float16", "float32", "bfloat16"]  # float16 first: without AVX512_FP16 its errors come from Eigen
 
 
 def core_message(msg):
@@ -109,6 +113,7 @@ class Runner:
         self.counter = 0
         self.passed = self.failed = self.skipped = 0
         self.eigen_msgs = {}  # error case -> TF Eigen kernel message
+        self.asked_eigen = False  # whether the child with TF_ENABLE_ONEDNN_OPTS=0 has run
 
     # ---- dtypes -------------------------------------------------------------
     def np_dtype(self, dtype):
@@ -355,6 +360,8 @@ class Runner:
         if written:
             problems.append("fbngrad wrote %s on an error" % written)
         expected = tf_msg
+        if onednn and tf_msg not in err and cname not in self.eigen_msgs:
+            self.ask_eigen_kernel()
         if onednn and tf_msg not in err and cname in self.eigen_msgs and self.eigen_msgs[cname] != tf_msg:
             expected = self.eigen_msgs[cname]
             note = "; TF oneDNN says '%s', fbngrad follows TF's Eigen kernel" % tf_msg
@@ -362,6 +369,19 @@ class Runner:
             problems.append("stderr %r lacks TF's %r" % (err.strip(), expected))
         detail = "'%s'%s" % (expected, note)
         self.report("FAIL" if problems else "PASS", name, ("; ".join(problems) + "; " if problems else "") + detail)
+
+    def ask_eigen_kernel(self):
+        """The Eigen kernel's messages for ERROR_CASES, from this script in a child process."""
+        if self.asked_eigen:
+            return
+        self.asked_eigen = True
+        env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="0")
+        p = subprocess.run([sys.executable, os.path.abspath(__file__), "--eigen-errors"],
+                           capture_output=True, text=True, env=env, timeout=600)
+        if p.returncode != 0:
+            raise RuntimeError("--eigen-errors failed (exit %d): %s" % (p.returncode, p.stderr.strip()[-2000:]))
+        for cname, msg in json.loads(p.stdout.strip().splitlines()[-1]).items():
+            self.eigen_msgs.setdefault(cname, msg)
 
     def run_all(self):
         for dtype in DTYPES:
@@ -380,13 +400,44 @@ class Runner:
                 self.error_case(dtype, case)
 
 
+def eigen_errors(tf):
+    """Print TF's Eigen-kernel message for each of ERROR_CASES (float32) as one JSON line."""
+    if os.environ.get("TF_ENABLE_ONEDNN_OPTS") != "0":
+        print("--eigen-errors needs TF_ENABLE_ONEDNN_OPTS=0", file=sys.stderr)
+        return 2
+    msgs = {}
+    for cname, ys, xs, ss, m1, m2, fmt in ERROR_CASES:
+        try:
+            tf.raw_ops.FusedBatchNormGradV2(
+                y_backprop=tf.ones(ys), x=tf.ones(xs), scale=tf.ones(ss), reserve_space_1=tf.zeros(m1),
+                reserve_space_2=tf.ones(m2), epsilon=1e-4, data_format=fmt, is_training=True)
+        except tf.errors.OpError as e:
+            if "_MklNative" in e.message:
+                print("%s: the oneDNN kernel ran with TF_ENABLE_ONEDNN_OPTS=0" % cname, file=sys.stderr)
+                return 1
+            msgs[cname] = core_message(e.message)
+            continue
+        print("%s: TF accepted an invalid input" % cname, file=sys.stderr)
+        return 1
+    print(json.dumps(msgs))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cli", required=True, help="path of the fbngrad command-line tool")
+    ap.add_argument("--eigen-errors", action="store_true",
+                    help="internal: print the Eigen kernel's error messages as JSON (TF_ENABLE_ONEDNN_OPTS=0)")
+    ap.add_argument("--cli", help="path of the fbngrad command-line tool (required)")
     ap.add_argument("--filter", default="", help="only cases whose name matches this regex")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     ap.add_argument("-v", "--verbose", action="store_true", help="print the CLI commands")
     args = ap.parse_args()
+    if args.eigen_errors:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        import tensorflow as tf
+        return eigen_errors(tf)
+    if not args.cli:
+        ap.error("--cli is required")
     if not os.access(args.cli, os.X_OK):
         print("fbngrad CLI not found or not executable: %s" % args.cli)
         return 2
