@@ -56,6 +56,36 @@ class AbTable(unittest.TestCase):
         self.assertIn("| 32,7,7,512 | cold | 2 | 1 | 2.00x |", text)
         self.assertIn("| 32,7,7,512 | hot | 1 | 1 | 1.00x |", text)
 
+    def test_fastest_takes_each_builds_fastest_repetition_over_all_files(self):
+        name = "fbngrad/float32/NHWC/infer/32,14,14,1024/real_time"
+        other = "fbngrad/float32/NHWC/train/32,14,14,1024/real_time"
+        # A's fastest is 2.0 (second file), B's 2.5 (first file), whatever the medians say.
+        a = [{"context": {}, "benchmarks": [run(name, 3.0), run(name, 3.1), run(other, 1.0)]},
+             {"context": {}, "benchmarks": [run(name, 2.0), run(name, 9.0), run(other, 1.0)]}]
+        b = [{"context": {}, "benchmarks": [run(name, 2.5), run(name, 2.6), run(other, 0.5)]},
+             {"context": {}, "benchmarks": [run(name, 2.7), run(name, 2.8), run(other, 0.5)]}]
+        text = self.render(a, b, "--markdown", "--fastest")
+        self.assertIn("| impl | dtype | layout | mode | shape | A fastest ms | B fastest ms | B vs A | repetitions |",
+                      text)
+        self.assertIn("| fbngrad | float32 | NHWC | infer | 32,14,14,1024 | 2 | 2.5 | 0.80x | 4, 4 |", text)
+        self.assertIn("| fbngrad | float32 | NHWC | train | 32,14,14,1024 | 1 | 0.5 | 2.00x | 2, 2 |", text)
+        self.assertIn("geo-mean B vs A by the fastest repetitions: 1.26x over 2 cases", text)
+        self.assertNotIn("slower", text)
+
+    def test_fastest_needs_the_repetitions(self):
+        aggregate = {"context": {}, "benchmarks": [run("fbngrad/float32/NHWC/infer/4,28,28,32/real_time_median",
+                                                       1.0, run_name="fbngrad/float32/NHWC/infer/4,28,28,32/real_time",
+                                                       run_type="aggregate", aggregate_name="median")]}
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "agg.json")
+            with open(path, "w") as f:
+                json.dump(aggregate, f)
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                rc = ab_table.main(["--a", path, "--b", path, "--fastest"])
+        self.assertEqual(rc, 1)
+        self.assertIn("without --benchmark_report_aggregates_only", err.getvalue())
+
 
 if __name__ == "__main__":
     unittest.main()
