@@ -124,15 +124,15 @@ void schedule_nhwc_block_sums(Halide::Func block, const BnGradFuncs &f, const Ha
 // 512, 0.88-1.00x (docs/threads.md).
 constexpr int kStripChannels = 512;
 
+// The widest strip (runtime/task_size.h, strip_channels): a task's partials,
+// two float32 a channel, are 16 KB of its stack at most, whatever C.
+constexpr int kWidestStrip = 4 * kStripChannels;
+
 // The NHWC sum blocks' partials (Halide's wrapper of the rfactor'd block,
 // at root) a row of C channels and this many floats more, one cache line:
 // what the combine's reads down the blocks need (pad_partial_rows).
 constexpr int kPartialRowPad = 16;
 void pad_partial_rows(Halide::Func stored, const BnGradFuncs &f);
-
-// The widest strip (runtime/task_size.h, strip_channels): a task's partials,
-// two float32 a channel, are 16 KB of its stack at most, whatever C.
-constexpr int kWidestStrip = 4 * kStripChannels;
 
 // The name of a parallel loop that a schedule makes scalar on purpose (NHWC,
 // C below the narrowest vector): tests/check_vectorized.py lets exactly the
