@@ -96,22 +96,28 @@ Expr even_piece(Expr units, Expr capped) {
 
 // Whether the NHWC loop over the blocks' partials (their combine, with the
 // per-channel stages) runs in parallel: where their values, two partial sums
-// a channel a block (2·blocks·C), make a task of the call's size (the rule's
-// on a caller's runner). Below that the loop is a few microseconds, less
-// than a parallel loop costs a call on a framework's pool; on fbngrad's own
-// pool of 2 threads that keeps it serial on the catalogue (the 2-core A/B,
-// docs/threads.md), on many threads it is parallel where large. Where the
-// call's task size is the rule's (a caller's runner, or fbngrad's pool of
-// many threads), also wherever the rule asks those values for 2 tasks or
-// more: the rule's size grows with the call (elements / 256), and
-// 32,112,112,64's 13 us combine, a tenth of a task of that size, stayed one
-// task, an eighth of the call's modelled time on 64 cores.
+// a channel a block (2·blocks·C), make a task of the call's size, or two of
+// the rule's smallest tasks (kElementsPerTask), whichever is less. Below
+// that the loop is a few microseconds, less than a parallel loop costs a
+// call on a framework's pool (the catalogue's small calls hold 208 to 1920
+// values; the N = 32 ResNet-50 shapes 32K, 32,56,56,64, and more). The
+// second bound is what makes it parallel on fbngrad's own pool of few
+// threads, whose call-sized tasks kept it one task, on the calling thread
+// while the others waited: there the combine reads the partials 8 channels
+// at a time, one row apart, about 0.1 ms of a 1.5-3.3 ms call (NHWC
+// 32,14,14,1024 and 32,7,7,2048, perf on 2 Zen 4 and Intel Xeon cores). In
+// parallel, by the fastest runs on a 2-core Intel Xeon VM (2026-12-07;
+// docs/threads.md): 32,14,14,256 2-18 % faster, 32,14,14,1024 and
+// 32,7,7,2048 -5 to +9 %, 32,7,7,512 -9 to +4 %; the NHWC catalogue's
+// geo-mean 1.02x and 1.00x by the two orders' medians. On many cores it
+// is what the rule needs: the call's task size grows with the call
+// (elements / 256), and 32,112,112,64's 13 us combine, a tenth of a task of
+// that size, had stayed one task, an eighth of the call's modelled time on
+// 64 cores.
 Expr partials_in_parallel(const BnGradFuncs &f, Expr rows_per_block, Expr task_elements) {
     const Expr blocks = (f.S + rows_per_block - 1) / max(rows_per_block, 1);
     const Expr values = 2 * blocks * f.C;
-    const Expr rule_size = max(kElementsPerTask, (f.C * f.S * f.N) / 256);
-    return values >= max(kElementsPerTask, task_elements) ||
-           (task_elements <= rule_size && values >= 2 * kElementsPerTask);
+    return values >= min(2 * kElementsPerTask, max(kElementsPerTask, task_elements));
 }
 
 }  // namespace
@@ -168,8 +174,8 @@ void schedule_nhwc_partial_combine(BnGradFuncs &f, const RVar &rso, Expr rows_pe
     // per task into a register-sized buffer (store_in Register) and the
     // wrapper stores it once. Added in place in memory, each block's add
     // waited for the last one's store (0.3 us a task of 63 blocks, whatever
-    // the width), and 8 channels a task cost fbngrad's own pool, which runs
-    // this loop on one thread (partials_in_parallel), twice 16's time. With
+    // the width), and 8 channels a task cost a loop run on one thread (below
+    // partials_in_parallel's bound), twice 16's time. With
     // 32 channels, C = 256 had 8 tasks of up to 19 us (0.1 ms in all,
     // 32,56,56,256 on Zen 3). The same adds in the same order: the same bits.
     const int width = 8;
@@ -206,8 +212,8 @@ void schedule_nhwc_channel_tasks(BnGradFuncs &f, BnGradOutputs &out, const RVar 
     const int lanes = std::min(vec, width);
     Var co("co"), ct("ct"), cg("cg"), ci("ci");
     // All the groups in one task where the blocks' partials are too few for
-    // a task of the call's size (fbngrad's own pool on few threads: a loop
-    // of one task, which the runtime runs on the calling thread).
+    // a parallel loop (partials_in_parallel: a loop of one task, which
+    // fbngrad's pool runs on the calling thread).
     const Expr groups = (f.C + width - 1) / width;
     const Expr per_task = select(partials_in_parallel(f, rows_per_block, task_elements), 1, max(groups, 1));
     // No loop partitioning: Halide would copy the group's whole body into a
@@ -312,11 +318,11 @@ void pad_partial_rows(Func stored, const BnGradFuncs &f) {
     // block's line of a group fell into the same few cache sets, so the
     // 2 x 224 lines a group reads (NHWC 32,14,14,1024) evicted each other in
     // L1 and L2 before the next group, which shares them, came back. One
-    // line more a row puts consecutive blocks in consecutive sets. On
-    // fbngrad's own pool of 2 threads the combine is one task (on the calling
-    // thread, the other one idle), and perf put 5-12 % of x_backprop's time
-    // in it on those shapes (inference the most), 3-6 % with the pad (Zen 4
-    // VM, 2026-12-07; docs/threads.md). Storage only: the same bits.
+    // line more a row puts consecutive blocks in consecutive sets. With the
+    // combine one task on fbngrad's own pool of 2 threads (as it then was),
+    // perf put 5-12 % of x_backprop's time in it on those shapes (inference
+    // the most), 3-6 % with the pad (Zen 4 VM, 2026-12-07; docs/threads.md).
+    // Storage only: the same bits.
     stored.bound_storage(f.c, f.C + kPartialRowPad);
 }
 

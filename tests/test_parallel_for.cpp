@@ -150,12 +150,15 @@ struct Shape {
 // summed as whole rows on fbngrad's own pool with one thread, whose tasks are
 // larger: the same bits either way) and the task size (16384 elements), with
 // many tasks (262144 elements: 16 at least), and small enough for the suite
-// under qemu (the AArch64 stage).
+// under qemu (the AArch64 stage). NHWC 1x16x32x1024 is the smallest kind of
+// call whose blocks' partials hold 2 x 16384 values (16 blocks of 32 rows):
+// the per-channel loop that adds them is a parallel loop on fbngrad's pool of
+// 2 and 3 threads too (generators/schedule.cpp, partials_in_parallel).
 std::vector<Shape> shapes(fbngrad_layout l) {
     if (l == FBNGRAD_NHWC)
         return {{{2, 8, 16, 1024}, false}, {{8, 28, 28, 32}, true}, {{2, 9, 9, 5}, false},
                 {{3, 7, 7, 257}, false},   {{1, 1, 64, 256}, true}, {{1, 4, 32, 513}, false},
-                {{1, 2, 32, 512}, true}};
+                {{1, 2, 32, 512}, true},   {{1, 16, 32, 1024}, false}};
     // NCHW: the last two have channels of more than 16384 elements (N*H*W),
     // fewer than the rule's tasks: the x86 one pass's two-pass route
     // (src/two_pass_route.h) on a runner and on fbngrad's pool of 3 threads
