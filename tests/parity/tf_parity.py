@@ -93,6 +93,13 @@ ERROR_CASES = [
 DTYPES = ["float16", "float32", "bfloat16"]  # float16 first: without AVX512_FP16 its errors come from Eigen
 
 
+def error_inputs(case):
+    """y_backprop, x, scale, mean, variance of one of ERROR_CASES (float32 arrays)."""
+    _, ys, xs, ss, m1, m2, _ = case
+    return (np.ones(ys, np.float32), np.ones(xs, np.float32), np.ones(ss, np.float32),
+            np.zeros(m1, np.float32), np.ones(m2, np.float32))
+
+
 def core_message(msg):
     """TF's message without the '{{function_node ...}} ' prefix and ' [Op:...]' suffix."""
     msg = re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", msg.strip())
@@ -334,13 +341,11 @@ class Runner:
 
     # ---- error cases -----------------------------------------------------------------
     def error_case(self, dtype, case):
-        cname, ys, xs, ss, m1, m2, fmt = case
+        cname, fmt = case[0], case[6]
         name = "%s/error/%s" % (dtype, cname)
         if not self.selected(name):
             return
-        dy = np.ones(ys, np.float32)
-        x = np.ones(xs, np.float32)
-        scale, mean, var = np.ones(ss, np.float32), np.zeros(m1, np.float32), np.ones(m2, np.float32)
+        dy, x, scale, mean, var = error_inputs(case)
         try:
             self.run_tf(dtype, fmt, True, 1e-4, dy, x, scale, mean, var)
             self.report("FAIL", name, "TF accepted an invalid input")
@@ -400,18 +405,17 @@ class Runner:
                 self.error_case(dtype, case)
 
 
-def eigen_errors(tf):
+def eigen_errors(runner):
     """Print TF's Eigen-kernel message for each of ERROR_CASES (float32) as one JSON line."""
     if os.environ.get("TF_ENABLE_ONEDNN_OPTS") != "0":
         print("--eigen-errors needs TF_ENABLE_ONEDNN_OPTS=0", file=sys.stderr)
         return 2
     msgs = {}
-    for cname, ys, xs, ss, m1, m2, fmt in ERROR_CASES:
+    for case in ERROR_CASES:
+        cname, fmt = case[0], case[6]
         try:
-            tf.raw_ops.FusedBatchNormGradV2(
-                y_backprop=tf.ones(ys), x=tf.ones(xs), scale=tf.ones(ss), reserve_space_1=tf.zeros(m1),
-                reserve_space_2=tf.ones(m2), epsilon=1e-4, data_format=fmt, is_training=True)
-        except tf.errors.OpError as e:
+            runner.run_tf("float32", fmt, True, 1e-4, *error_inputs(case))
+        except runner.tf.errors.OpError as e:
             if "_MklNative" in e.message:
                 print("%s: the oneDNN kernel ran with TF_ENABLE_ONEDNN_OPTS=0" % cname, file=sys.stderr)
                 return 1
@@ -435,7 +439,11 @@ def main():
     if args.eigen_errors:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         import tensorflow as tf
-        return eigen_errors(tf)
+        r = Runner(args, tf)
+        try:
+            return eigen_errors(r)
+        finally:
+            shutil.rmtree(r.tmp, ignore_errors=True)
     if not args.cli:
         ap.error("--cli is required")
     if not os.access(args.cli, os.X_OK):
