@@ -36,12 +36,15 @@ void vectorize_nhwc_channels(Stage st, const BnGradFuncs &f, const std::vector<i
     st.vectorize(f.c, widths.back(), guard);
 }
 
-void schedule_per_channel_stages(BnGradFuncs &f, BnGradOutputs &out, int vec) {
+void schedule_per_channel_stages(BnGradFuncs &f, BnGradOutputs &out, int vec, Expr task_elements) {
     const TailStrategy guard = TailStrategy::GuardWithIf;
     const Var &c = f.c;
     if (f.computes_sums()) {
         f.sums.compute_root().vectorize(c, vec, guard);
-        f.sums.update().vectorize(c, vec, guard);
+        if (f.layout == Layout::NCHW)
+            schedule_nchw_sums_over_samples(f, task_elements, vec);
+        else
+            f.sums.update().vectorize(c, vec, guard);
     }
     if (f.phase == Phase::Reduce) {
         out.sum_dy.vectorize(c, vec, guard);
@@ -94,6 +97,12 @@ Expr even_piece(Expr units, Expr capped) {
     return max(1, Call::make(Int(32), "fbng_even_piece", {units, capped}, Call::PureExtern));
 }
 
+// Whether a combine of `values` partial sums runs as a parallel loop (the
+// bound and its figures: partials_in_parallel, below).
+Expr combine_in_parallel(Expr values, Expr task_elements) {
+    return values >= min(2 * kElementsPerTask, max(kElementsPerTask, task_elements));
+}
+
 // Whether the NHWC loop over the blocks' partials (their combine, with the
 // per-channel stages) runs in parallel: where their values, two partial sums
 // a channel a block (2·blocks·C), make a task of the call's size, or two of
@@ -116,8 +125,7 @@ Expr even_piece(Expr units, Expr capped) {
 // 64 cores.
 Expr partials_in_parallel(const BnGradFuncs &f, Expr rows_per_block, Expr task_elements) {
     const Expr blocks = (f.S + rows_per_block - 1) / max(rows_per_block, 1);
-    const Expr values = 2 * blocks * f.C;
-    return values >= min(2 * kElementsPerTask, max(kElementsPerTask, task_elements));
+    return combine_in_parallel(2 * blocks * f.C, task_elements);
 }
 
 }  // namespace
@@ -186,6 +194,30 @@ void schedule_nhwc_partial_combine(BnGradFuncs &f, const RVar &rso, Expr rows_pe
     combined.specialize(partials_in_parallel(f, rows_per_block, task_elements)).parallel(co);
     f.partial.compute_at(combined, co).store_in(MemoryType::Register).vectorize(c, lanes, guard);
     f.partial.update().reorder(c, rso, n).vectorize(c, lanes, guard);
+}
+
+void schedule_nchw_sums_over_samples(BnGradFuncs &f, Expr task_elements, int vec) {
+    const TailStrategy guard = TailStrategy::GuardWithIf;
+    // The NCHW partials are one per plane, 2·C·N values (32K at 32,7,7,512,
+    // 4 % of the tensors' elements), written by the sums' tasks on every core.
+    // Added on the calling thread, they were the time between the route's
+    // two passes (src/two_pass_route.h) that kept NCHW 32,7,7,512 and
+    // 32,7,7,2048 below 40x at 64 cores in the model: 7 and 25 us, 0.8-1.5 %
+    // of the call, on a 2-core Intel Xeon VM, whose calling core read them
+    // from the other's caches at about 3 ns a line (2 and 13 us on Zen 4;
+    // docs/threads.md). In parallel where their values make a task
+    // (combine_in_parallel). 16 channels a task (one 64-byte line of each
+    // sum a sample): with 8, as the NHWC combine (schedule_nhwc_partial_combine),
+    // a 2-thread OpenMP runner (schedule(dynamic, 1)) ran 32,7,7,512 and
+    // 32,7,7,2048 through the route 2-4 % slower than with the loop serial,
+    // by the fastest runs; with 16, 0.97-1.01x. Each channel adds its
+    // samples in order: the same bits.
+    const int width = 16;
+    const int lanes = std::min(vec, width);
+    Var co("c_sums"), ci("c_sumsi");
+    Stage adds = f.sums.update();
+    adds.split(f.c, co, ci, width, guard).reorder(ci, f.rn.x, co).vectorize(ci, lanes, guard);
+    adds.specialize(combine_in_parallel(2 * f.C * f.N, task_elements)).parallel(co);
 }
 
 bool nhwc_channel_tasks(const BnGradFuncs &f, bool one_pass) {

@@ -163,8 +163,14 @@ void schedule_nhwc_channel_tasks(BnGradFuncs &f, BnGradOutputs &out, const Halid
 // before the loop over the tensors that needs it (scale/offset_backprop in
 // coef's loop), and scheduled the same way in every phase (a split-phase
 // pipeline holds only the sums or only the outputs). The x86 NCHW one pass
-// computes them inside its tasks instead.
-void schedule_per_channel_stages(BnGradFuncs &f, BnGradOutputs &out, int vec);
+// computes them inside its tasks instead. `task_elements`: the pipeline's
+// task_elements(f), for NCHW's sums over samples.
+void schedule_per_channel_stages(BnGradFuncs &f, BnGradOutputs &out, int vec, Halide::Expr task_elements);
+
+// NCHW's sums over samples (f.sums' update: the planes' partials, C·N of
+// each sum, added in sample order): 16 channels a task, in parallel where
+// the 2·C·N values make a task of `task_elements`. The same bits.
+void schedule_nchw_sums_over_samples(BnGradFuncs &f, Halide::Expr task_elements, int vec);
 
 // The CPU schedules' NHWC sums over a block of rows, the rfactor'd stage
 // `blocks` (loops c, rsi, so, n from innermost): a row of a few vectors of

@@ -43,7 +43,7 @@ void schedule_arm(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
     Var &c = f.c, &s = f.s, &n = f.n;
 
     const bool channel_tasks = nhwc_channel_tasks(f, false);
-    if (!channel_tasks) schedule_per_channel_stages(f, out, vec);
+    if (!channel_tasks) schedule_per_channel_stages(f, out, vec, call_task_elements);
 
     if (f.layout == Layout::NHWC) {
         if (f.computes_sums()) {

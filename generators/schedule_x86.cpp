@@ -80,7 +80,7 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
     }
 
     const bool channel_tasks = nhwc_channel_tasks(f, one_pass);
-    if (!channel_tasks) schedule_per_channel_stages(f, out, vec);
+    if (!channel_tasks) schedule_per_channel_stages(f, out, vec, call_task_elements);
 
     if (f.layout == Layout::NHWC) {
         // Channels are the vector lanes. With fewer channels than lanes a
@@ -148,7 +148,7 @@ void schedule_x86(BnGradFuncs &f, BnGradOutputs &out, const Target &t, const Kno
         // planes so that a task covers at least elements_per_task (16K) elements.
         Var cn("cn"), cno("cno"), cni("cni");
         Expr planes_per_task =
-            piece_for_tasks(f, max(1, elements_per_task / max(f.S, 1)), f.S, task_elements(f), f.C * f.N);
+            piece_for_tasks(f, max(1, elements_per_task / max(f.S, 1)), f.S, call_task_elements, f.C * f.N);
         if (f.computes_sums()) {
             // NCHW: each (c, n) plane is contiguous; sum it with vector lanes along
             // s (rfactor into `lanes`), then add the lanes. (c, n) planes are the

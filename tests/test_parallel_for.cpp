@@ -165,10 +165,14 @@ std::vector<Shape> shapes(fbngrad_layout l) {
     // or more (33x3x23x25, whose tasks would read runs of one 575-element
     // plane a sample, from 2 threads), the one pass itself below. 16x40x7x7
     // takes the route for its short runs (runtime/task_size.h) from 2
-    // threads. 23x25: a plane that no vector width divides.
+    // threads. 23x25: a plane that no vector width divides. 64x128x2x2 is the
+    // smallest kind of call whose planes' partials hold 2 x 8192 values: the
+    // sums over samples that add them are a parallel loop on a runner
+    // (generators/schedule.cpp, schedule_nchw_sums_over_samples), one task
+    // on fbngrad's pool of 1 thread.
     return {{{8, 128, 16, 16}, false}, {{8, 64, 14, 14}, true}, {{4, 3, 56, 56}, false},
             {{16, 40, 7, 7}, false},   {{1, 1, 1, 1}, true},    {{16, 2, 48, 48}, false},
-            {{33, 3, 23, 25}, true}};
+            {{33, 3, 23, 25}, true},   {{64, 128, 2, 2}, false}};
 }
 
 std::string run_bits(TestProblem &t) {
@@ -176,6 +180,15 @@ std::string run_bits(TestProblem &t) {
     fbngrad_status st;
     EXPECT_EQ(t.run(&st), FBNGRAD_OK) << t.describe() << ": " << st.message;
     return t.output_bits();
+}
+
+// The task counts of the call's parallel loops, in order, run on a serial runner.
+std::vector<int32_t> recorded_loops(TestProblem &t) {
+    Recorder r;
+    fbngrad_set_parallel_for(Recorder::runner, &r);
+    run_bits(t);
+    fbngrad_set_parallel_for(nullptr, nullptr);
+    return r.loops;
 }
 
 int64_t min_tasks(const TestProblem &t) {
@@ -244,22 +257,25 @@ TEST_P(EveryVariant, SameBitsOnEveryRunnerAndThreadCount) {
 }
 
 // The many-core rule (generators/schedule.h): every parallel loop over the
-// tensors offers at least `want` tasks. NHWC may have one more loop, the
-// combine of the sum blocks' partials (2·blocks·C values; parallel where those
-// make a task by the rule): the same rule for those values. Where Halide puts
-// it depends on the mode (after the sums in training, last in inference): it
-// is the loop with the fewest tasks, if that is below `want` and at most one
-// task per 4 channels; its blocks are taken as the most tasks of any other
-// loop (at least the sum blocks: a stricter bound).
+// tensors offers at least `want` tasks. A call may have one more loop, the
+// combine of partial sums, parallel where their values make a task by the
+// rule: NHWC's of the sum blocks' partials (2·blocks·C values), NCHW's sums
+// over samples of the planes' partials (2·N·C). The same rule for those
+// values. Where Halide puts NHWC's depends on the mode (after the sums in
+// training, last in inference): it is the loop with the fewest tasks, if
+// that is below `want` and at most one task per 4 channels; NHWC's blocks
+// are taken as the most tasks of any other loop (at least the sum blocks: a
+// stricter bound).
 void expect_enough_tasks(const std::vector<int32_t> &loops, const TestProblem &t, int64_t want,
                          const std::string &what) {
     size_t combine = loops.size();
-    int64_t blocks = 0;
-    if (t.p.layout == FBNGRAD_NHWC && loops.size() >= 2) {
+    int64_t blocks = t.p.layout == FBNGRAD_NCHW ? t.p.shape[0] : 0;  // N
+    if (loops.size() >= 2) {
         const size_t fewest = size_t(std::min_element(loops.begin(), loops.end()) - loops.begin());
         if (loops[fewest] < want && loops[fewest] <= (t.p.channels() + 3) / 4) combine = fewest;
-        for (size_t i = 0; i < loops.size(); ++i)
-            if (i != combine) blocks = std::max<int64_t>(blocks, loops[i]);
+        if (t.p.layout == FBNGRAD_NHWC)
+            for (size_t i = 0; i < loops.size(); ++i)
+                if (i != combine) blocks = std::max<int64_t>(blocks, loops[i]);
     }
     for (size_t i = 0; i < loops.size(); ++i)
         EXPECT_GE(loops[i], i == combine ? std::clamp<int64_t>(2 * blocks * t.p.channels() / 16384, 1, 256) : want)
@@ -292,14 +308,27 @@ TEST_P(EveryVariant, EveryLoopOffersEnoughTasks) {
 // of 128 tasks: the sums and x_backprop have 256).
 // Serial, it capped the modelled speed-up on many cores (docs/threads.md).
 TEST_P(EveryVariant, NhwcCombineIsParallel) {
-    if (info().layout != FBNGRAD_NHWC) GTEST_SKIP() << "NCHW has no combine loop";
+    if (info().layout != FBNGRAD_NHWC) GTEST_SKIP() << "NCHW: NchwSumsOverSamplesAreParallel";
     auto t = problem({{16, 16, 16, 1024}, false});
-    Recorder r;
-    fbngrad_set_parallel_for(Recorder::runner, &r);
-    run_bits(*t);
-    fbngrad_set_parallel_for(nullptr, nullptr);
-    EXPECT_EQ(std::count(r.loops.begin(), r.loops.end(), 1024 / 8), 1)
-        << t->describe() << ": loops " << testing::PrintToString(r.loops);
+    const std::vector<int32_t> loops = recorded_loops(*t);
+    EXPECT_EQ(std::count(loops.begin(), loops.end(), 1024 / 8), 1)
+        << t->describe() << ": loops " << testing::PrintToString(loops);
+}
+
+// NCHW's sums over samples, which add the planes' partials (2·N·C values),
+// run in parallel where those make a task by the rule (16384 on a runner):
+// 16 channels a task. Serial, they were the time between the two-pass
+// route's loops that capped NCHW 32,7,7,512 on 64 cores in the model
+// (docs/threads.md). The fused kernel has the loop where it takes two passes
+// (AArch64, and a tuned x86 row), the x86 one pass through its route.
+TEST_P(EveryVariant, NchwSumsOverSamplesAreParallel) {
+    if (info().layout != FBNGRAD_NCHW) GTEST_SKIP() << "NHWC: NhwcCombineIsParallel";
+    auto t = problem({{64, 128, 2, 2}, false});
+    const std::vector<int32_t> loops = recorded_loops(*t);
+    if (loops.size() == 1u && !split_phase_built())
+        GTEST_SKIP() << "the x86 one pass, without the split phase for its two-pass route (an edge build)";
+    EXPECT_EQ(std::count(loops.begin(), loops.end(), 128 / 16), 1)
+        << t->describe() << ": loops " << testing::PrintToString(loops);
 }
 
 // Each NHWC sum task zeroes its own partials: no loop of its own for the
