@@ -291,14 +291,11 @@ void expect_enough_tasks(const std::vector<int32_t> &loops, const TestProblem &t
 TEST_P(EveryVariant, EveryLoopOffersEnoughTasks) {
     for (const Shape &s : shapes(info().layout)) {
         auto t = problem(s);
-        Recorder r;
-        fbngrad_set_parallel_for(Recorder::runner, &r);
-        run_bits(*t);
-        fbngrad_set_parallel_for(nullptr, nullptr);
+        const std::vector<int32_t> loops = recorded_loops(*t);
         int64_t want = min_tasks(*t);
         if (info().layout == FBNGRAD_NCHW && !split_phase_built()) want = std::min<int64_t>(want, t->p.channels());
-        EXPECT_FALSE(r.loops.empty() && t->p.elements() > 1) << t->describe() << ": no parallel loop";
-        expect_enough_tasks(r.loops, *t, want, t->describe());
+        EXPECT_FALSE(loops.empty() && t->p.elements() > 1) << t->describe() << ": no parallel loop";
+        expect_enough_tasks(loops, *t, want, t->describe());
     }
 }
 
@@ -345,12 +342,9 @@ TEST_P(EveryVariant, NhwcSumTasksZeroTheirOwnPartials) {
     for (const Shape &s :
          {Shape{{32, 7, 7, 512}, false}, Shape{{8, 14, 14, 1024}, false}, Shape{{4, 9, 9, 3}, false}}) {
         auto t = problem(s);
-        Recorder r;
-        fbngrad_set_parallel_for(Recorder::runner, &r);
-        run_bits(*t);
-        fbngrad_set_parallel_for(nullptr, nullptr);
-        ASSERT_EQ(r.loops.size(), 3u) << t->describe() << ": loops " << testing::PrintToString(r.loops);
-        EXPECT_GE(r.loops[0], min_tasks(*t)) << t->describe();
+        const std::vector<int32_t> loops = recorded_loops(*t);
+        ASSERT_EQ(loops.size(), 3u) << t->describe() << ": loops " << testing::PrintToString(loops);
+        EXPECT_GE(loops[0], min_tasks(*t)) << t->describe();
     }
 }
 
@@ -435,22 +429,15 @@ TEST_F(ParallelFor, RunnerErrorFailsTheCallAndTheNextCallWorks) {
 TEST_F(ParallelFor, NchwOnePassTakesTwoPassesWhereAChannelExceedsATaskOrItsRunsAreShort) {
     FBNGRAD_SKIP_UNLESS_BUILT(FBNGRAD_FLOAT32, FBNGRAD_NCHW, true);
     FBNGRAD_SKIP_UNLESS_SPLIT_PHASE();
-    auto loops = [](TestProblem &t) {
-        Recorder r;
-        fbngrad_set_parallel_for(Recorder::runner, &r);
-        run_bits(t);
-        fbngrad_set_parallel_for(nullptr, nullptr);
-        return r.loops;
-    };
     TestProblem fits(FBNGRAD_FLOAT32, FBNGRAD_NCHW, {8, 4, 64, 32}, true);       // 16384 a channel
     TestProblem exceeds(FBNGRAD_FLOAT32, FBNGRAD_NCHW, {8, 4, 64, 33}, true);    // 16896 a channel
-    const std::vector<int32_t> one = loops(fits);
+    const std::vector<int32_t> one = recorded_loops(fits);
     if (one.size() != 1u) GTEST_SKIP() << "this CPU's float32 NCHW variant takes two passes anyway (loops "
                                        << testing::PrintToString(one) << ")";
     EXPECT_EQ(one[0], 4) << "one task a channel";
     // Reduce, then apply: two loops of the rule's tasks each, and the right answer.
     auto expect_two_passes = [&](TestProblem &t) {
-        const std::vector<int32_t> two = loops(t);
+        const std::vector<int32_t> two = recorded_loops(t);
         ASSERT_EQ(two.size(), 2u) << t.describe() << ": " << testing::PrintToString(two);
         EXPECT_GE(two[0], min_tasks(t)) << t.describe();
         EXPECT_GE(two[1], min_tasks(t)) << t.describe();
@@ -462,7 +449,7 @@ TEST_F(ParallelFor, NchwOnePassTakesTwoPassesWhereAChannelExceedsATaskOrItsRunsA
     TestProblem short_runs(FBNGRAD_FLOAT32, FBNGRAD_NCHW, {32, 64, 7, 7}, true);
     TestProblem one_task(FBNGRAD_FLOAT32, FBNGRAD_NCHW, {32, 8, 7, 7}, true);
     expect_two_passes(short_runs);
-    const std::vector<int32_t> single = loops(one_task);
+    const std::vector<int32_t> single = recorded_loops(one_task);
     EXPECT_EQ(single.size(), 1u) << testing::PrintToString(single);
     ASSERT_TRUE(one_task.check().ok());
 
