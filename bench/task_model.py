@@ -30,7 +30,8 @@ its data and a parallel run has it too; one that does not is the order or noise.
 
 With --against BASE (a report of the same benchmarks from another build), it prints instead,
 for each benchmark in both, the tasks and their total time in BASE and here, and their ratio
-(here over BASE, below 1: faster here): each task timed alone at its fastest, this is the measure
+(here over BASE, below 1: faster here), for the call and for each loop (the same loops; their
+tasks may differ, "base -> this"): each task timed alone at its fastest, this is the measure
 of a change to the kernels' work that the whole call's time on 2 cores hides in its noise. Between
 two binaries it also carries where each one's code lies: take several pairs of reports, and a
 shape the change cannot affect as the control (docs/threads.md).
@@ -271,16 +272,23 @@ def paired(report, other):
 
 
 def against_rows(report, base):
-    """(name, tasks, base's tasks' total us, this one's, ratio) per benchmark in both reports."""
+    """(name, tasks, base's tasks' total us, this one's, ratio, each loop's ratio) per benchmark in both.
+
+    The loops must be the same (their number); their tasks may differ, as where a change cuts the
+    same work into other tasks: tasks reads "base -> this" for such a loop."""
     out = []
     for b, o in paired(report, base):
-        tasks = [len(loop["task_us"]) for loop in b["loops"]]
-        base_tasks = [len(loop["task_us"]) for loop in o["loops"]]
-        if tasks != base_tasks:
-            raise ValueError(f"{b['name']}: tasks per loop {tasks} here, {base_tasks} in the base")
+        if len(b["loops"]) != len(o["loops"]):
+            raise ValueError(f"{b['name']}: {len(b['loops'])} loops here, {len(o['loops'])} in the base")
+        tasks, loops = [], []
+        for mine, theirs in zip(b["loops"], o["loops"]):
+            n, m = len(theirs["task_us"]), len(mine["task_us"])
+            tasks.append(str(n) if n == m else f"{n} -> {m}")
+            a, z = sum(theirs["task_us"]), sum(mine["task_us"])
+            loops.append(z / a if a > 0 else math.inf)
         mine = sum(sum(loop["task_us"]) for loop in b["loops"])
         theirs = sum(sum(loop["task_us"]) for loop in o["loops"])
-        out.append((b["name"], sum(tasks), theirs, mine, mine / theirs if theirs > 0 else math.inf))
+        out.append((b["name"], ", ".join(tasks), theirs, mine, mine / theirs if theirs > 0 else math.inf, loops))
     return out
 
 
@@ -466,8 +474,9 @@ def main(argv=None):
             print(f"task_model.py: no benchmark is in both {args.report} and {args.against}", file=sys.stderr)
             return 1
         print(f"The tasks' total time (us, each task's fastest): {args.against} and {args.report}.")
-        head = ["case", "tasks", "base", "this", "this / base"]
-        body = [[short_name(n), str(t), f"{a:.2f}", f"{b:.2f}", f"{r:.3f}"] for n, t, a, b, r in against]
+        head = ["case", "tasks", "base", "this", "this / base", "each loop"]
+        body = [[short_name(n), t, f"{a:.2f}", f"{b:.2f}", f"{r:.3f}", ", ".join(f"{x:.3f}" for x in loops)]
+                for n, t, a, b, r, loops in against]
         print(format_rows(head, body, args.markdown))
         return 0
     if args.outside:

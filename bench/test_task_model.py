@@ -161,14 +161,22 @@ class Cli(unittest.TestCase):
                 json.dump({"benchmarks": [bench(16384 * 4, 9.0, [1.5, 2.0, 2.0, 1.5])]}, f)
             code, out, _ = self.run_main(new, "--against", base, "--markdown")
             self.assertEqual(code, 0)
-            self.assertIn("| float32 NHWC train 1,1,1,1 | 4 | 8.00 | 7.00 | 0.875 |", out)
-            # Other loops in the base: not the same decomposition, an error, not a ratio.
+            self.assertIn("| float32 NHWC train 1,1,1,1 | 4 | 8.00 | 7.00 | 0.875 | 0.875 |", out)
+            # The same loop cut into other tasks: compared, each loop's tasks "base -> this".
             other = os.path.join(d, "other.json")
+            with open(other, "w") as f:
+                json.dump({"benchmarks": [bench(16384 * 4, 10.0, [4.0] * 2, [1.0] * 3)]}, f)
+            with open(new, "w") as f:
+                json.dump({"benchmarks": [bench(16384 * 4, 9.0, [1.5, 2.0, 2.0, 1.5], [1.5] * 3)]}, f)
+            code, out, _ = self.run_main(new, "--against", other, "--markdown")
+            self.assertEqual(code, 0)
+            self.assertIn("| float32 NHWC train 1,1,1,1 | 2 -> 4, 3 | 11.00 | 11.50 | 1.045 | 0.875, 1.500 |", out)
+            # Other loops in the base: not the same op, an error, not a ratio.
             with open(other, "w") as f:
                 json.dump({"benchmarks": [bench(16384 * 4, 10.0, [4.0] * 2)]}, f)
             code, _, err = self.run_main(new, "--against", other)
             self.assertEqual(code, 1)
-            self.assertIn("tasks per loop", err)
+            self.assertIn("loops here", err)
             # No benchmark in both.
             renamed = bench(16384 * 4, 10.0, [2.0] * 4)
             renamed["name"] = "fbngrad/float32/NCHW/train/1,1,1,1/real_time"
