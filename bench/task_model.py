@@ -20,7 +20,7 @@ Memory bandwidth is ignored: on a real machine the large shapes stop at the memo
 limit well before P cores (docs/threads.md).
 
     build/venv/bin/python bench/task_model.py report.json [--cores 4,8,16,32,64] [--schedule greedy] [--markdown]
-    build/venv/bin/python bench/task_model.py report.json --against base.json [--markdown]
+    build/venv/bin/python bench/task_model.py report.json --against base.json [--control N,H,W,C] [--markdown]
 
 With --reversed REPORT (a report of the same benchmarks taken with fbngrad_bench
 --fbngrad_task_order=reverse), it prints instead, for each loop of 16 tasks or more, how
@@ -34,7 +34,9 @@ for each benchmark in both, the tasks and their total time in BASE and here, and
 tasks may differ, "base -> this"): each task timed alone at its fastest, this is the measure
 of a change to the kernels' work that the whole call's time on 2 cores hides in its noise. Between
 two binaries it also carries where each one's code lies: take several pairs of reports, and a
-shape the change cannot affect as the control (docs/threads.md).
+shape the change cannot affect as the control (docs/threads.md). --control N,H,W,C divides each
+ratio by that shape's (the same peer, dtype, layout and mode; the call's by its call's, each loop's
+by its loop's): two reports, even of one binary, drift as a whole by up to a third.
 
 With --outside, it prints instead where each call's time outside its tasks falls, in
 microseconds on the timing runner: before the first loop (the call's checks, the choice of
@@ -271,11 +273,37 @@ def paired(report, other):
     return [(b, others[b["name"]]) for b in report["benchmarks"] if b["name"] in others]
 
 
-def against_rows(report, base):
+def with_shape(name, shape):
+    """fbngrad/float32/NHWC/train/32,7,7,512/real_time with 32,28,28,128 in the shape's place."""
+    parts = name.split("/")
+    if len(parts) < 5:
+        raise ValueError(f"{name}: no shape in this benchmark's name")
+    return "/".join(parts[:4] + [shape] + parts[5:])
+
+
+def against_rows(report, base, control=None):
     """(name, tasks, base's tasks' total us, this one's, ratio, each loop's ratio) per benchmark in both.
 
     The loops must be the same (their number); their tasks may differ, as where a change cuts the
-    same work into other tasks: tasks reads "base -> this" for such a loop."""
+    same work into other tasks: tasks reads "base -> this" for such a loop. With `control` (a shape,
+    N,H,W,C), each ratio is divided by that of the benchmark of the same peer, dtype, layout and mode
+    with that shape, the call's by its call's and each loop's by its loop's: a shape the change
+    cannot affect, whose ratio is how far the two reports drift as a whole."""
+    rows = against_raw(report, base)
+    if control is None:
+        return rows
+    by_name = {row[0]: row for row in rows}
+    out = []
+    for name, tasks, theirs, mine, ratio, loops in rows:
+        c = by_name.get(with_shape(name, control))
+        if c is None:
+            raise ValueError(f"{name}: no {control} of its kind in both reports to divide by")
+        scaled = [x / c[5][i] if i < len(c[5]) and c[5][i] > 0 else math.inf for i, x in enumerate(loops)]
+        out.append((name, tasks, theirs, mine, ratio / c[4] if c[4] > 0 else math.inf, scaled))
+    return out
+
+
+def against_raw(report, base):
     out = []
     for b, o in paired(report, base):
         if len(b["loops"]) != len(o["loops"]):
@@ -401,6 +429,9 @@ def main(argv=None):
                     help="compare with a report taken with --fbngrad_task_order=reverse (see the module's doc)")
     ap.add_argument("--against", metavar="BASE",
                     help="the tasks' total time against a report of another build (see the module's doc)")
+    ap.add_argument("--control", metavar="N,H,W,C",
+                    help="with --against: each ratio divided by that of this shape's benchmark of the same kind "
+                         "(see the module's doc)")
     ap.add_argument("--outside", action="store_true",
                     help="where each call's time outside its tasks falls (see the module's doc)")
     ap.add_argument("--ranges", nargs="+", metavar="MORE",
@@ -416,6 +447,8 @@ def main(argv=None):
         ap.error(f"--split wants a positive integer, got {args.split}")
     if sum(map(bool, (args.outside, args.reversed, args.against, args.ranges))) > 1:
         ap.error("--outside, --reversed, --against and --ranges are different tables: give one")
+    if args.control and not args.against:
+        ap.error("--control goes with --against")
     if args.near is not None and not args.ranges:
         ap.error("--near goes with --ranges")
     if args.near is not None and args.near <= 0:
@@ -429,7 +462,7 @@ def main(argv=None):
             pairs = order_rows(report, reversed_report)
         if args.against:
             with open(args.against) as f:
-                against = against_rows(report, json.load(f))
+                against = against_rows(report, json.load(f), args.control)
         table = rows(split_tasks(report, args.split) if args.split > 1 else report, args.cores, args.schedule)
         outside = outside_rows(report) if args.outside else None
         if args.ranges:
@@ -473,7 +506,8 @@ def main(argv=None):
         if not against:
             print(f"task_model.py: no benchmark is in both {args.report} and {args.against}", file=sys.stderr)
             return 1
-        print(f"The tasks' total time (us, each task's fastest): {args.against} and {args.report}.")
+        print(f"The tasks' total time (us, each task's fastest): {args.against} and {args.report}" +
+              (f"; the ratios divided by {args.control}'s of the same kind." if args.control else "."))
         head = ["case", "tasks", "base", "this", "this / base", "each loop"]
         body = [[short_name(n), t, f"{a:.2f}", f"{b:.2f}", f"{r:.3f}", ", ".join(f"{x:.3f}" for x in loops)]
                 for n, t, a, b, r, loops in against]

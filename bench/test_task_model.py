@@ -188,6 +188,36 @@ class Cli(unittest.TestCase):
                 with contextlib.redirect_stderr(io.StringIO()):
                     task_model.main([new, "--against", base, "--outside"])
 
+    def test_against_control(self):
+        def named(shape, *args):
+            b = bench(*args)
+            b["name"] = f"fbngrad/float32/NHWC/train/{shape}/real_time"
+            return b
+
+        with tempfile.TemporaryDirectory() as d:
+            base, new = os.path.join(d, "base.json"), os.path.join(d, "new.json")
+            # The new report runs 1.25x slower as a whole (the control, 2,2,2,2: every loop 1.25x);
+            # 1,1,1,1's first loop 1.5x slower, its second 1.25x: only the first changed.
+            with open(base, "w") as f:
+                json.dump({"benchmarks": [named("1,1,1,1", 16384 * 4, 10.0, [2.0] * 4, [1.0] * 4),
+                                          named("2,2,2,2", 16384 * 4, 10.0, [1.0] * 4, [1.0] * 4)]}, f)
+            with open(new, "w") as f:
+                json.dump({"benchmarks": [named("1,1,1,1", 16384 * 4, 10.0, [3.0] * 4, [1.25] * 4),
+                                          named("2,2,2,2", 16384 * 4, 10.0, [1.25] * 4, [1.25] * 4)]}, f)
+            code, out, _ = self.run_main(new, "--against", base, "--control", "2,2,2,2", "--markdown")
+            self.assertEqual(code, 0)
+            # The call: 17 us against 12, 1.417x, over the control's 1.25x: 1.133x.
+            self.assertIn("| float32 NHWC train 1,1,1,1 | 4, 4 | 12.00 | 17.00 | 1.133 | 1.200, 1.000 |", out)
+            self.assertIn("| float32 NHWC train 2,2,2,2 | 4, 4 | 8.00 | 10.00 | 1.000 | 1.000, 1.000 |", out)
+            self.assertIn("divided by 2,2,2,2's", out)
+            # A control that is not in the reports: an error, not an undivided table.
+            code, _, err = self.run_main(new, "--against", base, "--control", "3,3,3,3")
+            self.assertEqual(code, 1)
+            self.assertIn("no 3,3,3,3", err)
+            with self.assertRaises(SystemExit):
+                with contextlib.redirect_stderr(io.StringIO()):
+                    task_model.main([new, "--control", "2,2,2,2"])
+
     def test_split(self):
         # Two tasks of 1 and 3 us on 4 cores: the loop takes 3 us (4/3 the speed-up); split
         # in two, the 0.5, 0.5, 1.5, 1.5 us tasks take 1.5 us (8/3). The report stays as it was.
