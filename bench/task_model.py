@@ -304,6 +304,7 @@ def against_rows(report, base, control=None):
 
 
 def against_raw(report, base):
+    """against_rows without the control: the ratios as the two reports give them."""
     out = []
     for b, o in paired(report, base):
         if len(b["loops"]) != len(o["loops"]):
