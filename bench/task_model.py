@@ -309,14 +309,13 @@ def against_raw(report, base):
     for b, o in paired(report, base):
         if len(b["loops"]) != len(o["loops"]):
             raise ValueError(f"{b['name']}: {len(b['loops'])} loops here, {len(o['loops'])} in the base")
-        tasks, loops = [], []
-        for mine, theirs in zip(b["loops"], o["loops"]):
-            n, m = len(theirs["task_us"]), len(mine["task_us"])
+        tasks, loops, theirs, mine = [], [], 0.0, 0.0
+        for here, there in zip(b["loops"], o["loops"]):
+            n, m = len(there["task_us"]), len(here["task_us"])
             tasks.append(str(n) if n == m else f"{n} -> {m}")
-            a, z = sum(theirs["task_us"]), sum(mine["task_us"])
+            a, z = sum(there["task_us"]), sum(here["task_us"])
             loops.append(z / a if a > 0 else math.inf)
-        mine = sum(sum(loop["task_us"]) for loop in b["loops"])
-        theirs = sum(sum(loop["task_us"]) for loop in o["loops"])
+            theirs, mine = theirs + a, mine + z
         out.append((b["name"], ", ".join(tasks), theirs, mine, mine / theirs if theirs > 0 else math.inf, loops))
     return out
 
