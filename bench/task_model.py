@@ -12,7 +12,7 @@ loops, the call's own overhead), and a loop's time on P cores is, by --schedule:
   greedy (default)  each task, in index order, goes to the core that is free first: a
                     runner that hands out tasks from a shared counter or steals work
                     (Halide's pool, OpenMP's schedule(dynamic), oneTBB; fbngrad's own
-                    pool hands Halide's runs of consecutive tasks, a coarser grain)
+                    pool hands out runs of consecutive tasks, a coarser grain)
   waves             the tasks in waves of P, each wave as long as its longest task: a
                     runner with a barrier after every P tasks, which none of those has;
                     the pessimistic bound

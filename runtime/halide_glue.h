@@ -24,6 +24,10 @@ struct CallContext {
     void *cuda_stream = nullptr;
     // The parallel-loop runner this call uses from start to end (parallel_runtime.h).
     RunnerLease runner;
+    // The elements of the call's tensors (N·H·W·C), set by the API where it
+    // knows them, else -1: without a runner, a small call's loops run on
+    // Halide's thread pool (task_size.h: kHalidePoolElements).
+    int64_t elements = -1;
     // The call's small scratch (call_arena.h), on a block of the calling
     // thread's (scratch_memory.h), for CPU calls (use_thread_scratch): a
     // GPU runtime may keep what it allocates past the call. None where the
@@ -39,7 +43,8 @@ private:
 // hook (parallel_runtime.h); idempotent, thread-safe.
 void install_halide_handlers();
 
-// Halide's thread pool size; n <= 0 means one thread per core. Returns the old value.
+// The threads of fbngrad's own pool (parallel_runtime.h, own_pool.h), and of
+// Halide's, which no kernel uses; n <= 0 means one thread per core. Returns the old value.
 int set_num_threads(int n);
 
 }  // namespace fbngrad::runtime

@@ -10,6 +10,7 @@
 
 #include "HalideRuntime.h"
 #include "halide_glue.h"
+#include "own_pool.h"
 #include "scratch_memory.h"
 #include "task_size.h"
 
@@ -77,54 +78,50 @@ int pool_threads() {
     return fallback;
 }
 
-// A loop on fbngrad's own pool is one Halide job of at most P tasks (P: the
-// pool's size), each of which takes runs of the loop's tasks from a shared
-// counter until none is left. A job of more tasks than that would run on every
-// thread Halide's pool has ever made: halide_set_num_threads only sizes the
-// pool as it grows (Halide's thread_pool_common.h wakes all its workers for a
-// job of more tasks than are asleep), so after one call on 16 threads a pool
-// set to 4 went on running calls on 16, and the 1-thread runs of a thread
-// sweep after a 2-thread one ran on 2 (fbngrad_bench, 2026-12-07).
-//
-// Its tasks are marked as run_one marks a runner's (InTask). In ThreadSanitizer
-// builds they are also ordered: Halide's pool starts a job's tasks after
-// halide_do_par_for is entered and returns after they end, but through its own
-// uninstrumented locks, which ThreadSanitizer cannot see: a task that reads the
-// call's state (a kernel's task evaluates its loop bounds, fbng_task_elements
-// reads the call's runner) then looks unordered with the caller's writes
-// before and after the loop. The edges on the loop's Drain (on_own_pool, drain)
-// say what the pool guarantees: the loop's start happens before each task, each
-// task before the loop's return.
+// A loop on fbngrad's own pool runs on at most P threads (P: the pool's size;
+// own_pool.h), each of which takes runs of the loop's tasks from a shared
+// counter until none is left. So a pool set to fewer threads than before uses
+// fewer, and a worker that arrives late finds the work taken.
 struct Drain {
     halide_task_t task;
+    void *user_context;
     uint8_t *closure;
     int min, size, run;
     std::atomic<int> next{0};    // the next run to take
     std::atomic<int> failed{0};  // the first failing task's result; no run is taken after it
 };
 
-int drain(void *user_context, int, uint8_t *drain_ctx) {
-    Drain *d = reinterpret_cast<Drain *>(drain_ctx);
-#ifdef FBNGRAD_TSAN
-    __tsan_acquire(drain_ctx);
-#endif
-    const InTask in_task(user_context);
+void drain(void *drain_ctx) {
+    Drain *d = static_cast<Drain *>(drain_ctx);
+    const InTask in_task(d->user_context);
     int rc = 0;
     while (rc == 0 && d->failed.load(std::memory_order_relaxed) == 0) {
         // In 64 bits: each taker's last fetch goes past the runs.
         const int64_t first = int64_t(d->next.fetch_add(1, std::memory_order_relaxed)) * d->run;
         if (first >= d->size) break;
         const int end = int(std::min<int64_t>(first + d->run, d->size));
-        for (int i = int(first); i < end && rc == 0; ++i) rc = d->task(user_context, d->min + i, d->closure);
+        for (int i = int(first); i < end && rc == 0; ++i) rc = d->task(d->user_context, d->min + i, d->closure);
         if (rc != 0) {
             int none = 0;
             d->failed.compare_exchange_strong(none, rc);
         }
     }
+}
+
+// A small call's loop on Halide's pool: its tasks, each a drain. In
+// ThreadSanitizer builds the loop says what Halide's pool, through its own
+// uninstrumented locks, guarantees: the loop's start happens before each task,
+// each task before the loop's return (without it, a task reading the call's
+// runner was reported against the next fbngrad_set_parallel_for).
+int drain_on_halide_pool(void *, int, uint8_t *drain_ctx) {
+#ifdef FBNGRAD_TSAN
+    __tsan_acquire(drain_ctx);
+#endif
+    drain(drain_ctx);
 #ifdef FBNGRAD_TSAN
     __tsan_release(drain_ctx);
 #endif
-    return rc;
+    return 0;
 }
 
 // Loops of fewer tasks than this are a small call's (the rule gives 64 tasks
@@ -134,7 +131,7 @@ constexpr int kSmallLoopTasks = 64;
 
 int on_own_pool(void *user_context, halide_task_t task, int min, int size, uint8_t *closure) {
     // A loop of one task, or a pool of one thread, runs on the calling thread
-    // without the pool's lock and wake-up: the NHWC per-channel loop is one
+    // without waking the pool: the NHWC per-channel loop is one
     // task where its channels make no task of the call's size (generators/schedule.cpp,
     // schedule_nhwc_channel_tasks), on few threads every call.
     if (size <= 0) return 0;
@@ -147,19 +144,24 @@ int on_own_pool(void *user_context, halide_task_t task, int min, int size, uint8
     }
     const int runs_wanted = (size < kSmallLoopTasks ? 1 : kRunsPerThread) * threads;
     Drain d;
-    d.task = task, d.closure = closure, d.min = min, d.size = size;
+    d.task = task, d.user_context = user_context, d.closure = closure, d.min = min, d.size = size;
     d.run = (size + runs_wanted - 1) / runs_wanted;  // 1 where the loop has no more tasks than that
     const int runs = (size + d.run - 1) / d.run;
-    uint8_t *ctx = reinterpret_cast<uint8_t *>(&d);
+    const CallContext *call = static_cast<const CallContext *>(user_context);
+    if (call && call->elements >= 0 && call->elements < kHalidePoolElements) {
+        uint8_t *ctx = reinterpret_cast<uint8_t *>(&d);
 #ifdef FBNGRAD_TSAN
-    __tsan_release(ctx);
+        __tsan_release(ctx);
 #endif
-    const int rc = halide_default_do_par_for(user_context, drain, 0, std::min(threads, runs), ctx);
+        const int rc = halide_default_do_par_for(user_context, drain_on_halide_pool, 0, std::min(threads, runs), ctx);
 #ifdef FBNGRAD_TSAN
-    __tsan_acquire(ctx);
+        __tsan_acquire(ctx);
 #endif
-    const int first = d.failed.load(std::memory_order_relaxed);
-    return first != 0 ? first : rc;
+        if (rc != 0) return rc;
+    } else {
+        run_on_own_pool(std::min(threads, runs), drain, &d);
+    }
+    return d.failed.load(std::memory_order_relaxed);
 }
 
 int do_par_for(void *user_context, halide_task_t task, int min, int size, uint8_t *closure) {

@@ -3,7 +3,7 @@
 // Every parallel loop of every CPU variant is one halide_do_par_for call (the
 // kernels use no other parallel construct: tests/check_parallel_runtime.cmake
 // checks their objects). fbngrad's private Halide runtime routes that call to
-// the runner the call started with, or to Halide's own pool when none is set.
+// the runner the call started with, or to fbngrad's own pool (own_pool.h) when none is set.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +30,7 @@ private:
     RunnerRecord *record_;
 };
 
-// fbngrad_set_parallel_for: installs fn (NULL: Halide's pool) for calls that
+// fbngrad_set_parallel_for: installs fn (NULL: fbngrad's own pool) for calls that
 // start from now on, then waits until the calls still using the old runner
 // have returned.
 void set_parallel_for(fbngrad_parallel_for_fn fn, void *runner_ctx);

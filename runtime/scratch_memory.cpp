@@ -19,10 +19,10 @@ ScratchCache &cache() {
 
 // The arena of the call this thread started, if any (lend_thread_block).
 // Only the calling thread allocates from it (outside the call's loops) and
-// frees into it, so a pool thread never reads the call's memory: that keeps
-// ThreadSanitizer, which cannot see Halide's pool order a task before the
-// call's end, from taking the next call's CallContext on the same stack bytes
-// for a race.
+// frees into it, so a pool thread never reads the call's memory: that kept
+// ThreadSanitizer, which could not see Halide's pool (the own pool's before
+// own_pool.h) order a task before the call's end, from taking the next call's
+// CallContext on the same stack bytes for a race.
 thread_local CallArena *t_arena = nullptr;
 
 // A block of `bytes` for the call arena or a task stack: kScratchAlignment-

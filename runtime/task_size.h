@@ -34,6 +34,15 @@ inline int32_t rule_task_elements(int64_t elements, int32_t rule_elements) {
 // of one task a thread), where balance gains nothing.
 constexpr int64_t kSmallCallElements = int64_t(1) << 20;
 
+// Below this many elements a call on fbngrad's own pool runs its loops on
+// Halide's thread pool, not on the own pool's threads that wait awake
+// (own_pool.h): on 2 threads of those, calls of 75K and 100K float32 elements
+// (1,56,56,24 and 4,28,28,32, 12-25 us) ran 0.84-0.89x as fast as on Halide's,
+// and 0.63-0.88x on the calling thread alone, where 150K and 200K (8,14,14,96,
+// 32,28,28,8) ran 1.1-1.6x as fast as on Halide's (2026-12-07, Intel Xeon VM;
+// docs/threads.md). Only where the tasks run: the same bits.
+constexpr int64_t kHalidePoolElements = int64_t(1) << 17;
+
 inline int32_t own_pool_task_elements(int64_t elements, int32_t rule_elements, int threads) {
     const int64_t runs = elements < kSmallCallElements ? 1 : kRunsPerThread;
     const int64_t per_run = elements / (runs * std::max(1, threads));

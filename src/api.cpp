@@ -61,6 +61,7 @@ fbngrad_code fbngrad_fused_batch_norm_grad_v2(const fbngrad_tensor *y_backprop, 
         runtime::CallContext ctx;
         code = begin_call(on_cuda, &ctx, status);
         if (code != FBNGRAD_OK) return code;
+        ctx.elements = p.elements;
 
         // TensorFlow returns before choosing a kernel when x is empty.
         if (p.elements == 0) {

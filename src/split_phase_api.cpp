@@ -50,6 +50,7 @@ fbngrad_code fbngrad_split_phase_reduce(const fbngrad_tensor *y_backprop, const 
         runtime::CallContext ctx;
         code = begin_call(on_cuda, &ctx, status);
         if (code != FBNGRAD_OK) return code;
+        ctx.elements = p.elements;
 
         // An empty shard adds nothing to the sums: no kernel, as for the fused op.
         if (p.elements == 0) {
@@ -99,6 +100,7 @@ fbngrad_code fbngrad_split_phase_apply(const fbngrad_tensor *y_backprop, const f
         runtime::CallContext ctx;
         code = begin_call(on_cuda, &ctx, status);
         if (code != FBNGRAD_OK) return code;
+        ctx.elements = p.elements;
 
         // No element anywhere (count = 0, so this shard is empty too): the
         // fused op's empty-batch answer. No channel: nothing to compute.

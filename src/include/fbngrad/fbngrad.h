@@ -209,7 +209,8 @@ const char *fbngrad_forced_isa(void);
 /* CPU features found, e.g. "sse41 avx2(avx,fma,f16c)" or "neon arm_fp16(fphp,asimdhp)". */
 const char *fbngrad_cpu_features(void);
 
-/* Worker threads for the kernels (Halide's thread pool). n <= 0 restores the
+/* Worker threads for the kernels (fbngrad's own pool, whose workers wait
+ * awake for 0.1 ms after a loop, then sleep). n <= 0 restores the
  * default (one per core). Returns the previous setting. No effect on calls
  * that run on a runner of fbngrad_set_parallel_for. */
 int32_t fbngrad_set_num_threads(int32_t n);
