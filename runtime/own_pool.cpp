@@ -1,10 +1,12 @@
 #include "own_pool.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include <pthread.h>
@@ -40,10 +42,10 @@ public:
             body(ctx);
             return;
         }
-        grow(threads - 1);
+        const int helpers = grow(threads - 1);
         body_ = body;
         ctx_ = ctx;
-        helpers_.store(threads - 1, std::memory_order_relaxed);
+        helpers_.store(helpers, std::memory_order_relaxed);
         const uint64_t open = state_.load(std::memory_order_relaxed) + 1;
         state_.store(open);
         if (sleeping_.load() > 0) {
@@ -62,15 +64,24 @@ public:
     }
 
 private:
-    void grow(int workers) {
-        if (made_.load(std::memory_order_acquire) >= workers) return;
-        std::lock_guard<std::mutex> lock(grow_mutex_);
-        for (int i = made_.load(std::memory_order_relaxed); i < workers; ++i) {
-            // Detached: the pool outlives static destruction (it is never
-            // freed), and a worker asleep at exit holds nothing.
-            std::thread([this, i] { work(i); }).detach();
-            made_.store(i + 1, std::memory_order_release);
+    // Starts workers until there are `workers`; returns how many there are, at
+    // most `workers`: fewer where the system would start no more threads (the
+    // loop then runs on those there are, as it would on a busy machine).
+    int grow(int workers) {
+        if (made_.load(std::memory_order_acquire) < workers) {
+            std::lock_guard<std::mutex> lock(grow_mutex_);
+            for (int i = made_.load(std::memory_order_relaxed); i < workers; ++i) {
+                try {
+                    // Detached: the pool outlives static destruction (it is
+                    // never freed), and a worker asleep at exit holds nothing.
+                    std::thread([this, i] { work(i); }).detach();
+                } catch (const std::system_error &) {
+                    break;
+                }
+                made_.store(i + 1, std::memory_order_release);
+            }
         }
+        return std::min(workers, made_.load(std::memory_order_acquire));
     }
 
     void work(int index) {

@@ -148,20 +148,21 @@ int on_own_pool(void *user_context, halide_task_t task, int min, int size, uint8
     d.run = (size + runs_wanted - 1) / runs_wanted;  // 1 where the loop has no more tasks than that
     const int runs = (size + d.run - 1) / d.run;
     const CallContext *call = static_cast<const CallContext *>(user_context);
+    int rc = 0;  // Halide's pool's own failure, if any; a task's comes first
     if (call && call->elements >= 0 && call->elements < kHalidePoolElements) {
         uint8_t *ctx = reinterpret_cast<uint8_t *>(&d);
 #ifdef FBNGRAD_TSAN
         __tsan_release(ctx);
 #endif
-        const int rc = halide_default_do_par_for(user_context, drain_on_halide_pool, 0, std::min(threads, runs), ctx);
+        rc = halide_default_do_par_for(user_context, drain_on_halide_pool, 0, std::min(threads, runs), ctx);
 #ifdef FBNGRAD_TSAN
         __tsan_acquire(ctx);
 #endif
-        if (rc != 0) return rc;
     } else {
         run_on_own_pool(std::min(threads, runs), drain, &d);
     }
-    return d.failed.load(std::memory_order_relaxed);
+    const int first = d.failed.load(std::memory_order_relaxed);
+    return first != 0 ? first : rc;
 }
 
 int do_par_for(void *user_context, halide_task_t task, int min, int size, uint8_t *closure) {
