@@ -257,8 +257,10 @@ TEST_F(OwnPool, SmallCallsRunOnHalidesPool) {
 // that counted on them would lose their tasks). Forked right after a loop,
 // while the parent's workers still wait awake.
 TEST_F(OwnPool, RunsLoopsInAForkedChild) {
-#ifdef FBNGRAD_TEST_TSAN
+#if defined(FBNGRAD_TEST_TSAN)
     GTEST_SKIP() << "ThreadSanitizer ends a child of a multithreaded process that starts threads";
+#elif defined(FBNGRAD_TEST_UNDER_EMULATOR)
+    GTEST_SKIP() << "qemu-user aborts when a child of a multithreaded process starts threads";
 #else
     fbngrad::runtime::set_num_threads(3);
     ASSERT_EQ(rendezvous(3), "");
